@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs what onceflow needs on a fresh machine; a second run only checks and returns in seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+started=$(date +%s)
+cache="${ONCEFLOW_CACHE:-$PWD/.cache}"
+say() { printf 'setup: %s\n' "$*"; }
+
+# 1. Debian libraries librdkafka links against (the client is built from source here).
+debs=(libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev libcurl4-openssl-dev build-essential python3)
+missing=()
+for p in "${debs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# 2. npm dependencies; the Kafka client's prebuilt binary cannot be downloaded here, so build it.
+export CKJS_LINKING=dynamic
+native_ok() { node -e "require('@confluentinc/kafka-javascript')" >/dev/null 2>&1; }
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ] || ! native_ok; then
+  say "npm ci (builds @confluentinc/kafka-javascript from source, about a minute)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+# npm's exit code does not prove the native build ran: load it.
+if ! native_ok; then
+  say "the native Kafka client did not load; rebuilding it"
+  npm rebuild @confluentinc/kafka-javascript --loglevel=error
+  native_ok || { echo "setup: @confluentinc/kafka-javascript does not load after a rebuild" >&2; exit 1; }
+fi
+
+# 3. Kafka and the schema registry from Maven Central, into the git-ignored cache.
+command -v java >/dev/null || { echo "setup: java is missing (Java 17+ runs the local Kafka)" >&2; exit 1; }
+command -v mvn >/dev/null || { echo "setup: mvn is missing (Maven fetches the Kafka jars)" >&2; exit 1; }
+if [ ! -f "$cache/kafka/libs/.complete" ]; then
+  say "fetching Apache Kafka jars with Maven"
+  rm -rf "$cache/kafka/libs"
+  mvn -q -B -f scripts/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$cache/kafka/libs"
+  touch "$cache/kafka/libs/.complete"
+fi
+apicurio_version=3.3.3
+if [ ! -f "$cache/apicurio/.complete-$apicurio_version" ]; then
+  say "fetching Apicurio Registry $apicurio_version with Maven"
+  rm -rf "$cache/apicurio"
+  mvn -q -B dependency:copy -Dartifact="io.apicurio:apicurio-registry-app:$apicurio_version:tar.gz:all" -DoutputDirectory="$cache/apicurio"
+  tar -xzf "$cache/apicurio/apicurio-registry-app-$apicurio_version-all.tar.gz" -C "$cache/apicurio"
+  rm -f "$cache/apicurio/apicurio-registry-app-$apicurio_version-all.tar.gz"
+  touch "$cache/apicurio/.complete-$apicurio_version"
+fi
+say "ready in $(( $(date +%s) - started )) s"

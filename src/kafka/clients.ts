@@ -1,0 +1,98 @@
+import rdkafka from '@confluentinc/kafka-javascript';
+import type { KafkaConsumer, LibrdKafkaError, Message, Producer, TopicPartitionOffset } from '@confluentinc/kafka-javascript';
+
+/**
+ * Promise wrappers over the node-rdkafka-style API of @confluentinc/kafka-javascript.
+ * That API, unlike its KafkaJS layer, takes the consumer for sendOffsetsToTransaction (KIP-447 fencing),
+ * real timeouts on every transaction call, and reports librdkafka's own error flags.
+ */
+export const { Producer: RdProducer, KafkaConsumer: RdConsumer, CODES } = rdkafka as unknown as {
+  Producer: typeof Producer;
+  KafkaConsumer: typeof KafkaConsumer;
+  CODES: { ERRORS: Record<string, number> };
+};
+export const ERR = CODES.ERRORS as Readonly<Record<string, number>>;
+
+export type RdConfig = Record<string, string | number | boolean | ((...args: never[]) => void)>;
+
+export function isKafkaError(e: unknown): e is LibrdKafkaError {
+  return typeof e === 'object' && e !== null && typeof (e as { code?: unknown }).code === 'number' && 'origin' in e;
+}
+
+function callback<T>(resolve: (v: T) => void, reject: (e: unknown) => void) {
+  return (err: LibrdKafkaError | null | undefined, value?: T) => (err ? reject(err) : resolve(value as T));
+}
+
+export async function connectProducer(conf: RdConfig): Promise<Producer> {
+  const producer = new RdProducer(conf as never, {});
+  await new Promise<void>((resolve, reject) => producer.connect({}, (err) => (err ? reject(err) : resolve())));
+  // Delivery reports and errors are served by librdkafka's poll; without it they pile up.
+  producer.setPollInterval(20);
+  return producer;
+}
+
+export async function connectConsumer(conf: RdConfig, topicConf: RdConfig = {}): Promise<KafkaConsumer> {
+  const consumer = new RdConsumer(conf as never, topicConf as never);
+  await new Promise<void>((resolve, reject) => consumer.connect({}, (err) => (err ? reject(err) : resolve())));
+  return consumer;
+}
+
+export function initTransactions(p: Producer, timeoutMs: number): Promise<void> {
+  return new Promise((res, rej) => p.initTransactions(timeoutMs, callback(res, rej)));
+}
+export function beginTransaction(p: Producer): Promise<void> {
+  return new Promise((res, rej) => p.beginTransaction(callback(res, rej)));
+}
+export function commitTransaction(p: Producer, timeoutMs: number): Promise<void> {
+  return new Promise((res, rej) => p.commitTransaction(timeoutMs, callback(res, rej)));
+}
+export function abortTransaction(p: Producer, timeoutMs: number): Promise<void> {
+  return new Promise((res, rej) => p.abortTransaction(timeoutMs, callback(res, rej)));
+}
+export function sendOffsetsToTransaction(p: Producer, offsets: TopicPartitionOffset[], c: KafkaConsumer, timeoutMs: number): Promise<void> {
+  return new Promise((res, rej) => p.sendOffsetsToTransaction(offsets, c, timeoutMs, callback(res, rej)));
+}
+export function flush(p: Producer, timeoutMs: number): Promise<void> {
+  return new Promise((res, rej) => p.flush(timeoutMs, callback(res, rej)));
+}
+export function consumeBatch(c: KafkaConsumer, max: number): Promise<Message[]> {
+  return new Promise((res, rej) => c.consume(max, (err, messages) => (err ? rej(err) : res(messages))));
+}
+export function committedOffsets(c: KafkaConsumer, partitions: { topic: string; partition: number }[], timeoutMs: number): Promise<TopicPartitionOffset[]> {
+  return new Promise((res, rej) => c.committed(partitions, timeoutMs, callback(res, rej)));
+}
+export function seek(c: KafkaConsumer, tpo: TopicPartitionOffset, timeoutMs: number): Promise<void> {
+  return new Promise((res, rej) => c.seek(tpo, timeoutMs, (err) => (err ? rej(err) : res())));
+}
+export function watermarks(c: KafkaConsumer | Producer, topic: string, partition: number, timeoutMs: number): Promise<{ low: number; high: number }> {
+  return new Promise((res, rej) =>
+    c.queryWatermarkOffsets(topic, partition, timeoutMs, (err, o) => (err ? rej(err) : res({ low: o.lowOffset, high: o.highOffset }))),
+  );
+}
+export function disconnect(c: KafkaConsumer | Producer, timeoutMs = 5000): Promise<void> {
+  return new Promise((res) => {
+    const timer = setTimeout(res, timeoutMs);
+    try {
+      c.disconnect(() => {
+        clearTimeout(timer);
+        res();
+      });
+    } catch {
+      clearTimeout(timer);
+      res();
+    }
+  });
+}
+
+/** Headers as the client hands them over (one single-key object per header) turned into pairs. */
+export function headerPairs(headers: Message['headers']): { key: string; value: Buffer }[] {
+  if (!headers) return [];
+  const out: { key: string; value: Buffer }[] = [];
+  for (const h of headers) {
+    for (const key in h) {
+      const v = h[key];
+      if (v !== undefined) out.push({ key, value: typeof v === 'string' ? Buffer.from(v) : v });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,351 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { OnceflowError } from '../errors.ts';
+import { projectRoot } from './paths.ts';
+import { pingBroker } from './admin.ts';
+
+export class LocalClusterError extends OnceflowError {
+  constructor(
+    readonly code: 'JAVA_NOT_FOUND' | 'CACHE_MISSING' | 'PROCESS_EXITED' | 'START_TIMEOUT' | 'PORT_TAKEN' | 'NOT_RUNNING',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** What `dev up` leaves behind for the other commands and the tests to find. */
+export interface LocalClusterInfo {
+  readonly bootstrap: string;
+  readonly registryUrl: string;
+  readonly brokerPid: number;
+  readonly registryPid: number;
+  readonly dir: string;
+  readonly brokerLog: string;
+  readonly registryLog: string;
+  readonly brokerStartMs: number;
+  readonly registryStartMs: number;
+  readonly brokerPort: number;
+  readonly controllerPort: number;
+}
+
+export interface StartOptions {
+  /** Where logs, data and the info file go. Default: `<project>/.onceflow`. */
+  readonly dir?: string;
+  readonly brokerPort?: number;
+  readonly registryPort?: number;
+  readonly withRegistry?: boolean;
+  readonly log?: (line: string) => void;
+}
+
+const cacheDir = (): string => process.env.ONCEFLOW_CACHE ?? join(projectRoot(), '.cache');
+export const defaultClusterDir = (): string => process.env.ONCEFLOW_HOME ?? join(projectRoot(), '.onceflow');
+const infoFile = (dir: string): string => join(dir, 'dev.json');
+
+export async function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const server = createServer();
+    server.once('error', rej);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => res(port));
+    });
+  });
+}
+
+async function assertPortFree(port: number, what: string): Promise<void> {
+  await new Promise<void>((res, rej) => {
+    const server = createServer();
+    server.once('error', () => rej(new LocalClusterError('PORT_TAKEN', `${what} port ${port} on 127.0.0.1 is already in use`)));
+    server.listen(port, '127.0.0.1', () => server.close(() => res()));
+  });
+}
+
+function assertJava(): void {
+  const probe = spawnSync('java', ['-version'], { encoding: 'utf8' });
+  if (probe.error || probe.status !== 0) {
+    throw new LocalClusterError('JAVA_NOT_FOUND', 'java was not found on PATH: onceflow runs the local Kafka and registry on a JVM (Java 17+)');
+  }
+}
+
+function kafkaClasspath(): string {
+  const libs = join(cacheDir(), 'kafka', 'libs');
+  if (!existsSync(libs)) {
+    throw new LocalClusterError('CACHE_MISSING', `Kafka jars are missing under ${libs}: run \`npm run setup\` first`);
+  }
+  return `${libs}/*`;
+}
+
+/** Apicurio 3.3 is built for Java 21+: pick such a JVM (the machine's default may be 17). */
+export function registryJava(): string {
+  const explicit = process.env.ONCEFLOW_REGISTRY_JAVA;
+  if (explicit) return explicit;
+  const candidates = ['/usr/lib/jvm', '/opt/java', '/usr/local/lib/jvm']
+    .filter((d) => existsSync(d))
+    .flatMap((d) => readdirSync(d).map((name) => join(d, name, 'bin', 'java')))
+    .filter((bin) => existsSync(bin));
+  let best: { bin: string; major: number } | undefined;
+  for (const bin of ['java', ...candidates]) {
+    const probe = spawnSync(bin, ['-XshowSettings:properties', '-version'], { encoding: 'utf8' });
+    const match = /java\.specification\.version = (\d+)/.exec(probe.stderr ?? '');
+    const major = match ? Number(match[1]) : 0;
+    if (major >= 21 && (!best || major > best.major)) best = { bin, major };
+  }
+  if (!best) {
+    throw new LocalClusterError('JAVA_NOT_FOUND', 'the schema registry (Apicurio 3.3) needs Java 21 or newer; none was found under /usr/lib/jvm (set ONCEFLOW_REGISTRY_JAVA to its java binary)');
+  }
+  return best.bin;
+}
+
+function apicurioJar(): string {
+  const jar = join(cacheDir(), 'apicurio', 'quarkus-run.jar');
+  if (!existsSync(jar)) {
+    throw new LocalClusterError('CACHE_MISSING', `Apicurio Registry is missing at ${jar}: run \`npm run setup\` first`);
+  }
+  return jar;
+}
+
+function tail(file: string, lines = 30): string {
+  if (!existsSync(file)) return '(no log)';
+  return readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function log4jConfig(file: string): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="WARN">
+  <Appenders>
+    <File name="file" fileName="${file}" append="true">
+      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
+    </File>
+  </Appenders>
+  <Loggers>
+    <Logger name="kafka" level="INFO"/>
+    <Logger name="org.apache.kafka" level="WARN"/>
+    <Logger name="state.change.logger" level="WARN"/>
+    <Root level="WARN"><AppenderRef ref="file"/></Root>
+  </Loggers>
+</Configuration>
+`;
+}
+
+/** Single-node KRaft settings: replication 1 everywhere, small internal topics so start-up stays quick. */
+export function brokerProperties(opts: { brokerPort: number; controllerPort: number; dataDir: string }): string {
+  return [
+    'process.roles=broker,controller',
+    'node.id=1',
+    `controller.quorum.voters=1@127.0.0.1:${opts.controllerPort}`,
+    `listeners=PLAINTEXT://127.0.0.1:${opts.brokerPort},CONTROLLER://127.0.0.1:${opts.controllerPort}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${opts.brokerPort}`,
+    'controller.listener.names=CONTROLLER',
+    'inter.broker.listener.name=PLAINTEXT',
+    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    `log.dirs=${opts.dataDir}`,
+    'num.partitions=1',
+    // A typo'd topic must surface as an error, not as a silently created empty topic.
+    'auto.create.topics.enable=false',
+    'offsets.topic.replication.factor=1',
+    'offsets.topic.num.partitions=3',
+    'transaction.state.log.replication.factor=1',
+    'transaction.state.log.min.isr=1',
+    'transaction.state.log.num.partitions=3',
+    'group.initial.rebalance.delay.ms=0',
+    // Lets tests evict a paused (zombie) member quickly.
+    'group.min.session.timeout.ms=1000',
+    'log.segment.bytes=67108864',
+    'log.retention.check.interval.ms=60000',
+    'transaction.abort.timed.out.transaction.cleanup.interval.ms=5000',
+    '',
+  ].join('\n');
+}
+
+function spawnDetached(cmd: string, args: string[], logFile: string, cwd: string): number {
+  const fd = openSync(logFile, 'a');
+  const child = spawn(cmd, args, { cwd, detached: true, stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  child.unref();
+  if (child.pid === undefined) throw new LocalClusterError('PROCESS_EXITED', `${cmd} did not start`);
+  return child.pid;
+}
+
+async function waitFor(what: string, pid: number, logFile: string, timeoutMs: number, ready: () => Promise<boolean>): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    if (!isAlive(pid)) {
+      throw new LocalClusterError('PROCESS_EXITED', `${what} exited during start-up. Last lines of ${logFile}:\n${tail(logFile)}`);
+    }
+    if (await ready().catch(() => false)) return Date.now() - started;
+    if (Date.now() - started > timeoutMs) {
+      throw new LocalClusterError('START_TIMEOUT', `${what} did not answer within ${timeoutMs} ms. Last lines of ${logFile}:\n${tail(logFile)}`);
+    }
+    await sleep(250);
+  }
+}
+
+export interface BrokerHandle {
+  readonly pid: number;
+  readonly bootstrap: string;
+  readonly startMs: number;
+}
+
+/** Starts (or restarts, keeping its data) the broker of a cluster directory. */
+export async function startBroker(dir: string, brokerPort: number, controllerPort: number): Promise<BrokerHandle> {
+  const dataDir = join(dir, 'kafka-data');
+  const propsFile = join(dir, 'server.properties');
+  const logFile = join(dir, 'broker.log');
+  const classpath = kafkaClasspath();
+  const log4j = join(dir, 'log4j2.xml');
+  writeFileSync(log4j, log4jConfig(logFile));
+  writeFileSync(propsFile, brokerProperties({ brokerPort, controllerPort, dataDir }));
+  const jvm = ['-Xms256m', '-Xmx1g', '-XX:+UseG1GC', `-Dlog4j2.configurationFile=${log4j}`, '-cp', classpath];
+  if (!existsSync(join(dataDir, 'meta.properties'))) {
+    const clusterId = randomBytes(16).toString('base64url').slice(0, 22);
+    const format = spawnSync('java', [...jvm, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile], { encoding: 'utf8' });
+    if (format.status !== 0) {
+      throw new LocalClusterError('PROCESS_EXITED', `formatting the broker storage failed:\n${format.stdout}\n${format.stderr}`);
+    }
+  }
+  const pid = spawnDetached('java', [...jvm, 'kafka.Kafka', propsFile], logFile, dir);
+  const bootstrap = `127.0.0.1:${brokerPort}`;
+  const startMs = await waitFor('the Kafka broker', pid, logFile, 60_000, () => pingBroker(bootstrap));
+  return { pid, bootstrap, startMs };
+}
+
+async function startRegistry(dir: string, port: number): Promise<{ pid: number; url: string; startMs: number }> {
+  const jar = apicurioJar();
+  const logFile = join(dir, 'registry.log');
+  const managementPort = await freePort();
+  const pid = spawnDetached(
+    registryJava(),
+    [
+      '-Xms128m',
+      '-Xmx512m',
+      `-Dquarkus.http.port=${port}`,
+      '-Dquarkus.http.host=127.0.0.1',
+      // Its management interface defaults to 9000, which collides with common local services.
+      `-Dquarkus.management.port=${managementPort}`,
+      '-Dquarkus.management.host=127.0.0.1',
+      '-jar',
+      jar,
+    ],
+    logFile,
+    dir,
+  );
+  const base = `http://127.0.0.1:${port}`;
+  const url = `${base}/apis/ccompat/v7`;
+  const startMs = await waitFor('the schema registry', pid, logFile, 90_000, async () => (await fetch(`${url}/subjects`)).ok);
+  // Apicurio's global compatibility defaults to NONE; Confluent's is BACKWARD, which is what users expect.
+  const rule = await fetch(`${base}/apis/registry/v3/admin/rules`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ ruleType: 'COMPATIBILITY', config: 'BACKWARD' }),
+  });
+  if (!rule.ok && rule.status !== 409) {
+    throw new LocalClusterError('PROCESS_EXITED', `could not set the registry's global compatibility: HTTP ${rule.status} ${await rule.text()}`);
+  }
+  return { pid, url, startMs };
+}
+
+export function readClusterInfo(dir = defaultClusterDir()): LocalClusterInfo | undefined {
+  const file = infoFile(dir);
+  if (!existsSync(file)) return undefined;
+  return JSON.parse(readFileSync(file, 'utf8')) as LocalClusterInfo;
+}
+
+export function writeClusterInfo(info: LocalClusterInfo): void {
+  writeFileSync(infoFile(info.dir), JSON.stringify(info, null, 2));
+}
+
+/** Starts a fresh broker (and registry) in `dir`, wiping what an earlier run left there. */
+export async function startLocalCluster(opts: StartOptions = {}): Promise<LocalClusterInfo> {
+  const dir = resolve(opts.dir ?? defaultClusterDir());
+  const existing = readClusterInfo(dir);
+  if (existing && isAlive(existing.brokerPid)) {
+    return existing;
+  }
+  assertJava();
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const brokerPort = opts.brokerPort ?? (await freePort());
+  const controllerPort = await freePort();
+  const registryPort = opts.registryPort ?? (await freePort());
+  await assertPortFree(brokerPort, 'the broker');
+  const withRegistry = opts.withRegistry ?? true;
+  if (withRegistry) await assertPortFree(registryPort, 'the registry');
+  const registry = withRegistry ? startRegistry(dir, registryPort) : Promise.resolve({ pid: 0, url: '', startMs: 0 });
+  const [broker, reg] = await Promise.allSettled([startBroker(dir, brokerPort, controllerPort), registry]);
+  if (broker.status === 'rejected' || reg.status === 'rejected') {
+    if (broker.status === 'fulfilled') killQuietly(broker.value.pid);
+    if (reg.status === 'fulfilled') killQuietly(reg.value.pid);
+    throw broker.status === 'rejected' ? broker.reason : (reg as PromiseRejectedResult).reason;
+  }
+  const info: LocalClusterInfo = {
+    bootstrap: broker.value.bootstrap,
+    registryUrl: reg.value.url,
+    brokerPid: broker.value.pid,
+    registryPid: reg.value.pid,
+    dir,
+    brokerLog: join(dir, 'broker.log'),
+    registryLog: join(dir, 'registry.log'),
+    brokerStartMs: broker.value.startMs,
+    registryStartMs: reg.value.startMs,
+    brokerPort,
+    controllerPort,
+  };
+  writeClusterInfo(info);
+  return info;
+}
+
+function killQuietly(pid: number, signal: NodeJS.Signals = 'SIGTERM'): void {
+  if (pid <= 0) return;
+  try {
+    // Negative pid: the whole process group the detached child leads.
+    process.kill(-pid, signal);
+  } catch {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
+export async function stopProcess(pid: number, graceMs = 15_000): Promise<void> {
+  if (pid <= 0 || !isAlive(pid)) return;
+  killQuietly(pid, 'SIGTERM');
+  const deadline = Date.now() + graceMs;
+  while (isAlive(pid) && Date.now() < deadline) await sleep(100);
+  if (isAlive(pid)) killQuietly(pid, 'SIGKILL');
+  while (isAlive(pid)) await sleep(50);
+}
+
+/** Stops exactly the processes recorded in the cluster directory. */
+export async function stopLocalCluster(dir = defaultClusterDir()): Promise<LocalClusterInfo | undefined> {
+  const info = readClusterInfo(dir);
+  if (!info) return undefined;
+  await Promise.all([stopProcess(info.brokerPid), stopProcess(info.registryPid)]);
+  rmSync(infoFile(dir), { force: true });
+  return info;
+}
+
+/** Kills the broker (SIGKILL or SIGTERM) and starts it again on the same ports and data: for chaos runs. */
+export async function restartBroker(info: LocalClusterInfo, signal: 'SIGKILL' | 'SIGTERM' = 'SIGTERM'): Promise<LocalClusterInfo> {
+  if (signal === 'SIGKILL') killQuietly(info.brokerPid, 'SIGKILL');
+  await stopProcess(info.brokerPid);
+  const broker = await startBroker(info.dir, info.brokerPort, info.controllerPort);
+  const next = { ...info, brokerPid: broker.pid, brokerStartMs: broker.startMs };
+  writeClusterInfo(next);
+  return next;
+}

@@ -1,0 +1,65 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingRecord } from '../runtime/records.ts';
+import { connectConsumer, consumeBatch, disconnect, headerPairs, watermarks, type RdConfig } from './clients.ts';
+import { partitionCounts, withAdmin } from './admin.ts';
+
+export type IsolationLevel = 'read_committed' | 'read_uncommitted';
+
+export interface ReadTopicOptions {
+  readonly isolation?: IsolationLevel;
+  /** Give up waiting for the end after this long without a new record. */
+  readonly idleMs?: number;
+  readonly clientOptions?: RdConfig;
+}
+
+/**
+ * Reads every partition of a topic from the beginning to its current end, without a group.
+ * The end is the high watermark taken at the start; a read_committed reader stops short of it
+ * where the last offsets are an open or aborted transaction or a commit marker, so "done" is
+ * decided by partition EOF, not by reaching high - 1.
+ */
+export async function readTopic(bootstrap: string, topic: string, opts: ReadTopicOptions = {}): Promise<IncomingRecord[]> {
+  const counts = await withAdmin(bootstrap, (admin) => partitionCounts(admin, [topic]));
+  const partitions = counts.get(topic) ?? 0;
+  const consumer = await connectConsumer({
+    'bootstrap.servers': bootstrap,
+    'group.id': `onceflow-reader-${randomUUID()}`,
+    'enable.auto.commit': false,
+    'enable.partition.eof': true,
+    'isolation.level': opts.isolation ?? 'read_committed',
+    'auto.offset.reset': 'earliest',
+    'fetch.wait.max.ms': 50,
+    ...opts.clientOptions,
+  });
+  const out: IncomingRecord[] = [];
+  try {
+    const pending = new Set<number>();
+    for (let p = 0; p < partitions; p++) {
+      const { high } = await watermarks(consumer, topic, p, 10_000);
+      if (high > 0) pending.add(p);
+    }
+    consumer.on('partition.eof', (eof) => pending.delete(eof.partition));
+    consumer.assign([...pending].map((partition) => ({ topic, partition, offset: 0 })));
+    let idleSince = Date.now();
+    const idleMs = opts.idleMs ?? 15_000;
+    while (pending.size > 0) {
+      const batch = await consumeBatch(consumer, 10_000);
+      if (batch.length > 0) idleSince = Date.now();
+      else if (Date.now() - idleSince > idleMs) throw new Error(`reading ${topic}: partitions ${[...pending].join(', ')} gave nothing for ${idleMs} ms before their end`);
+      for (const m of batch) {
+        out.push({
+          topic: m.topic,
+          partition: m.partition,
+          offset: m.offset,
+          key: m.key === undefined || m.key === null ? null : Buffer.isBuffer(m.key) ? m.key : Buffer.from(m.key),
+          value: m.value,
+          timestamp: m.timestamp ?? 0,
+          headers: headerPairs(m.headers),
+        });
+      }
+    }
+  } finally {
+    await disconnect(consumer);
+  }
+  return out;
+}
