@@ -23,16 +23,28 @@ function callback<T>(resolve: (v: T) => void, reject: (e: unknown) => void) {
   return (err: LibrdKafkaError | null | undefined, value?: T) => (err ? reject(err) : resolve(value as T));
 }
 
+/** Topic-level options the binding ignores in the global config: they must go in the topic config. */
+const TOPIC_LEVEL = new Set(['auto.offset.reset', 'request.required.acks', 'acks', 'message.timeout.ms', 'partitioner']);
+
 export async function connectProducer(conf: RdConfig): Promise<Producer> {
-  const producer = new RdProducer(conf as never, {});
+  const [global, topic] = splitTopicLevel(conf);
+  const producer = new RdProducer(global as never, topic as never);
   await new Promise<void>((resolve, reject) => producer.connect({}, (err) => (err ? reject(err) : resolve())));
   // Delivery reports and errors are served by librdkafka's poll; without it they pile up.
   producer.setPollInterval(20);
   return producer;
 }
 
+function splitTopicLevel(conf: RdConfig, topicConf: RdConfig = {}): [RdConfig, RdConfig] {
+  const global: RdConfig = {};
+  const topic: RdConfig = { ...topicConf };
+  for (const [k, v] of Object.entries(conf)) (TOPIC_LEVEL.has(k) ? topic : global)[k] = v;
+  return [global, topic];
+}
+
 export async function connectConsumer(conf: RdConfig, topicConf: RdConfig = {}): Promise<KafkaConsumer> {
-  const consumer = new RdConsumer(conf as never, topicConf as never);
+  const [global, topic] = splitTopicLevel(conf, topicConf);
+  const consumer = new RdConsumer(global as never, topic as never);
   await new Promise<void>((resolve, reject) => consumer.connect({}, (err) => (err ? reject(err) : resolve())));
   return consumer;
 }
@@ -95,4 +107,14 @@ export function headerPairs(headers: Message['headers']): { key: string; value: 
     }
   }
   return out;
+}
+
+/** Methods the JS consumer has but its type declarations omit (cooperative rebalancing). */
+export interface CooperativeConsumer {
+  incrementalAssign(partitions: { topic: string; partition: number; offset?: number }[]): void;
+  incrementalUnassign(partitions: { topic: string; partition: number }[]): void;
+  assignmentLost(): boolean;
+}
+export function cooperative(c: KafkaConsumer): CooperativeConsumer {
+  return c as unknown as CooperativeConsumer;
 }

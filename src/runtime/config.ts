@@ -1,0 +1,73 @@
+import { hostname } from 'node:os';
+import { z } from 'zod';
+import { OnceflowError } from '../errors.ts';
+
+export class ConfigError extends OnceflowError {
+  readonly code = 'CONFIG_INVALID';
+  constructor(
+    message: string,
+    readonly issues: readonly { field: string; message: string }[],
+  ) {
+    super(message);
+  }
+}
+
+const kafkaName = /^[a-zA-Z0-9._-]+$/;
+
+/** Keys whose values never appear in logs, errors or `config print`. */
+export const SECRET_OPTION = /(password|secret|token|key\.pem|sasl\.jaas)/i;
+
+export const workerConfigSchema = z
+  .object({
+    bootstrap: z.string().min(1, 'is required (host:port[,host:port])'),
+    appId: z.string().regex(kafkaName, 'must match [a-zA-Z0-9._-]+ (it is the group id and transactional id prefix)').max(200),
+    /** Stable per replica (a pod name): the transactional id is `<appId>-<instanceId>`, so a restart fences its own earlier incarnation. */
+    instanceId: z.string().regex(kafkaName, 'must match [a-zA-Z0-9._-]+').default(() => (process.env.HOSTNAME ?? hostname()).replace(/[^a-zA-Z0-9._-]/g, '-')),
+    guarantee: z.enum(['exactly_once', 'at_least_once']).default('exactly_once'),
+    commitIntervalMs: z.number().int().min(1).max(60_000).default(100),
+    maxRecordsPerTransaction: z.number().int().min(1).default(20_000),
+    consumeBatchSize: z.number().int().min(1).max(100_000).default(5_000),
+    /** Kafka Streams uses 10 s under EOS: a crashed worker's open transaction blocks read_committed readers for at most this long. */
+    transactionTimeoutMs: z.number().int().min(1_000).max(900_000).default(10_000),
+    maxPollIntervalMs: z.number().int().min(1_000).default(300_000),
+    sessionTimeoutMs: z.number().int().min(1_000).default(10_000),
+    registryUrl: z.string().url().optional(),
+    /** librdkafka options passed through unchanged to every client (security, tuning). */
+    kafka: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
+    shutdownTimeoutMs: z.number().int().min(1_000).default(30_000),
+    /** Test-only: commit the consumer offsets outside the transaction, to prove the verifier catches it. */
+    unsafeCommitOffsetsOutsideTransaction: z.boolean().default(false),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.transactionTimeoutMs >= c.maxPollIntervalMs) {
+      ctx.addIssue({ code: 'custom', path: ['transactionTimeoutMs'], message: `(${c.transactionTimeoutMs}) must be below maxPollIntervalMs (${c.maxPollIntervalMs})` });
+    }
+    if (c.commitIntervalMs >= c.transactionTimeoutMs) {
+      ctx.addIssue({ code: 'custom', path: ['commitIntervalMs'], message: `(${c.commitIntervalMs}) must be below transactionTimeoutMs (${c.transactionTimeoutMs})` });
+    }
+    for (const key of Object.keys(c.kafka)) {
+      if (['transactional.id', 'group.id', 'isolation.level', 'enable.auto.commit', 'bootstrap.servers'].includes(key)) {
+        ctx.addIssue({ code: 'custom', path: ['kafka', key], message: 'is set by onceflow itself and cannot be overridden' });
+      }
+    }
+  });
+
+export type WorkerConfigInput = z.input<typeof workerConfigSchema>;
+export type WorkerConfig = z.output<typeof workerConfigSchema>;
+
+/** The one place config is validated: every entry point (CLI, library) goes through here. */
+export function parseWorkerConfig(input: unknown): WorkerConfig {
+  const result = workerConfigSchema.safeParse(input);
+  if (result.success) return result.data;
+  const issues = result.error.issues.map((i) => ({ field: i.path.join('.') || '(root)', message: i.message }));
+  throw new ConfigError(`invalid worker configuration: ${issues.map((i) => `${i.field} ${i.message}`).join('; ')}`, issues);
+}
+
+export function transactionalId(config: WorkerConfig): string {
+  return `${config.appId}-${config.instanceId}`;
+}
+
+export function redact(options: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(options).map(([k, v]) => [k, SECRET_OPTION.test(k) ? '***' : v]));
+}

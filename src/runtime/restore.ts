@@ -1,0 +1,54 @@
+import { randomUUID } from 'node:crypto';
+import { connectConsumer, consumeBatch, disconnect, watermarks, type RdConfig } from '../kafka/clients.ts';
+import type { RuntimeTask } from './worker-topology.ts';
+
+/**
+ * Rebuilds the tasks' stores from their changelog partitions before they process a record.
+ * Reads read_committed from the start to the end; the end is recognised by partition EOF, because
+ * a changelog whose last offset is a commit marker has a high watermark no data record reaches.
+ * Returns the number of changelog records applied.
+ */
+export async function restoreTasks(clientConfig: RdConfig, tasks: readonly RuntimeTask[]): Promise<number> {
+  const targets = new Map<string, { task: RuntimeTask; store: string }>();
+  for (const task of tasks) for (const c of task.changelogs) targets.set(`${c.topic}\u0000${c.partition}`, { task, store: c.store });
+  if (targets.size === 0) return 0;
+  const consumer = await connectConsumer({
+    ...clientConfig,
+    'group.id': `onceflow-restore-${randomUUID()}`,
+    'enable.auto.commit': false,
+    'enable.partition.eof': true,
+    'isolation.level': 'read_committed',
+    'auto.offset.reset': 'earliest',
+    'fetch.wait.max.ms': 10,
+  });
+  let restored = 0;
+  try {
+    const pending = new Set<string>();
+    const assignment: { topic: string; partition: number; offset: number }[] = [];
+    for (const key of targets.keys()) {
+      const [topic, p] = key.split('\u0000') as [string, string];
+      const partition = Number(p);
+      const { low, high } = await watermarks(consumer, topic, partition, 30_000);
+      if (high > low) {
+        pending.add(key);
+        assignment.push({ topic, partition, offset: low });
+      }
+    }
+    if (assignment.length === 0) return 0;
+    consumer.on('partition.eof', (eof) => pending.delete(`${eof.topic}\u0000${eof.partition}`));
+    consumer.assign(assignment);
+    while (pending.size > 0) {
+      const batch = await consumeBatch(consumer, 10_000);
+      for (const m of batch) {
+        const target = targets.get(`${m.topic}\u0000${m.partition}`);
+        if (!target || m.key === null || m.key === undefined) continue;
+        target.task.restore(target.store, typeof m.key === 'string' ? Buffer.from(m.key) : m.key, m.value);
+        restored++;
+      }
+    }
+    for (const task of tasks) task.commit();
+  } finally {
+    await disconnect(consumer);
+  }
+  return restored;
+}

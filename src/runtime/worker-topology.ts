@@ -1,0 +1,32 @@
+import type { Serde, SerdeContext } from '../serdes/serde.ts';
+import type { IncomingRecord, RecordCollector } from './records.ts';
+
+/**
+ * What the worker needs of a compiled topology. The compiler (src/graph) produces it; keeping the
+ * worker on this narrow view means the runtime never reaches into the DSL's node graph.
+ */
+export interface RuntimeTopology {
+  readonly appId: string;
+  readonly subtopologies: readonly { readonly id: number; readonly sourceTopics: readonly string[] }[];
+  readonly topics: readonly RuntimeTopic[];
+  serdeUsages(): readonly { readonly serde: Serde<unknown>; readonly ctx: SerdeContext }[];
+  createTask(subtopologyId: number, partition: number): RuntimeTask;
+}
+
+export interface RuntimeTopic {
+  readonly name: string;
+  readonly kind: 'source' | 'sink' | 'repartition' | 'changelog' | 'dead-letter';
+  readonly internal: boolean;
+  readonly cleanupPolicy: 'delete' | 'compact';
+  readonly partitions?: number;
+  /** For internal topics: the sub-topology whose task count decides the partition count. */
+  readonly subtopology?: number;
+}
+
+export interface RuntimeTask {
+  readonly changelogs: readonly { readonly store: string; readonly topic: string; readonly partition: number }[];
+  restore(store: string, key: Buffer, value: Buffer | null): void;
+  process(record: IncomingRecord, collector: RecordCollector): void | Promise<void>;
+  commit(): void;
+  rollback(): void;
+}

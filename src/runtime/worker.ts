@@ -1,0 +1,646 @@
+import { EventEmitter } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { KafkaConsumer, LibrdKafkaError, Message, Producer, TopicPartitionOffset } from '@confluentinc/kafka-javascript';
+import { ensureTopics, partitionCounts, withAdmin, type TopicSpec } from '../kafka/admin.ts';
+import {
+  abortTransaction,
+  beginTransaction,
+  commitTransaction,
+  committedOffsets,
+  connectConsumer,
+  connectProducer,
+  cooperative,
+  disconnect,
+  ERR,
+  flush,
+  initTransactions,
+  seek,
+  sendOffsetsToTransaction,
+  type RdConfig,
+} from '../kafka/clients.ts';
+import { parseWorkerConfig, transactionalId, type WorkerConfig, type WorkerConfigInput } from './config.ts';
+import type { IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader } from './records.ts';
+import { restoreTasks } from './restore.ts';
+import { classifyTxnError, describeKafkaError, isFencing, WorkerError } from './txn-errors.ts';
+import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
+
+export const LINEAGE = {
+  topic: 'onceflow.src.topic',
+  partition: 'onceflow.src.partition',
+  offset: 'onceflow.src.offset',
+  seq: 'onceflow.src.seq',
+  txn: 'onceflow.txn.id',
+} as const;
+
+export interface WorkerStats {
+  recordsConsumed: number;
+  recordsProduced: number;
+  transactionsCommitted: number;
+  transactionsAborted: number;
+  rebalances: number;
+  fencings: number;
+  tasks: number;
+  restoredRecords: number;
+  lastCommitAt: number;
+}
+
+export type WorkerEvent =
+  | { type: 'started'; transactionalId: string }
+  | { type: 'assigned'; partitions: string[] }
+  | { type: 'revoked'; partitions: string[]; lost: boolean }
+  | { type: 'restored'; records: number; ms: number }
+  | { type: 'committed'; records: number; ms: number }
+  | { type: 'aborted'; reason: string }
+  | { type: 'fenced'; reason: string }
+  | { type: 'stopped' };
+
+interface Tp {
+  readonly topic: string;
+  readonly partition: number;
+}
+const tpKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
+
+interface RebalanceEvent {
+  readonly kind: 'assign' | 'revoke';
+  readonly partitions: Tp[];
+  readonly lost: boolean;
+}
+
+/** Offsets a transaction will commit, and where each partition was before it began. */
+class PartitionProgress {
+  /** next offset to read, by partition, for records processed in the open transaction */
+  readonly pending = new Map<string, TopicPartitionOffset>();
+  /** last committed next-offset by partition; undefined = nothing committed yet (read from the start) */
+  readonly committed = new Map<string, number | undefined>();
+}
+
+/**
+ * One worker: one consumer and one transactional producer (Kafka Streams' exactly_once_v2).
+ * Records from a fetched batch run through the tasks inside an open transaction; outputs,
+ * repartition and changelog records are produced without awaiting each; the transaction closes
+ * with sendOffsetsToTransaction (with the consumer's group metadata, so a stale generation is fenced)
+ * and a commit, every commitIntervalMs or maxRecordsPerTransaction records.
+ */
+export class Worker extends EventEmitter {
+  readonly config: WorkerConfig;
+  readonly stats: WorkerStats = {
+    recordsConsumed: 0,
+    recordsProduced: 0,
+    transactionsCommitted: 0,
+    transactionsAborted: 0,
+    rebalances: 0,
+    fencings: 0,
+    tasks: 0,
+    restoredRecords: 0,
+    lastCommitAt: 0,
+  };
+  private readonly txnId: string;
+  private consumer: KafkaConsumer | undefined;
+  private producer: Producer | undefined;
+  private readonly tasks = new Map<string, RuntimeTask>();
+  /** every source partition's task, keyed by topic+partition */
+  private readonly taskBySource = new Map<string, RuntimeTask>();
+  private readonly subtopologyOf = new Map<string, number>();
+  private readonly progress = new PartitionProgress();
+  private readonly rebalances: RebalanceEvent[] = [];
+  private partitionsByTopic = new Map<string, number>();
+  private txnOpen = false;
+  private txnStartedAt = 0;
+  private txnRecords = 0;
+  private stopping = false;
+  private running: Promise<void> | undefined;
+  private fencedAt: number[] = [];
+  private readonly lineageCache = new Map<string, { topic: Buffer; partition: Buffer }>();
+  private readonly txnHeader: Buffer;
+
+  constructor(
+    readonly topology: RuntimeTopology,
+    config: WorkerConfigInput,
+  ) {
+    super();
+    this.config = parseWorkerConfig({ ...config, appId: config.appId ?? topology.appId });
+    this.txnId = transactionalId(this.config);
+    this.txnHeader = Buffer.from(this.txnId);
+  }
+
+  get transactionalId(): string {
+    return this.txnId;
+  }
+
+  private get eos(): boolean {
+    return this.config.guarantee === 'exactly_once';
+  }
+
+  private baseClientConfig(): RdConfig {
+    return { 'bootstrap.servers': this.config.bootstrap, 'client.id': this.txnId, ...this.config.kafka };
+  }
+
+  /** Creates internal topics, checks sources, prepares serdes, connects, and starts the loop. */
+  async start(): Promise<void> {
+    await this.prepareTopics();
+    for (const { serde, ctx } of this.topology.serdeUsages()) {
+      await serde.prepare?.(ctx, { registryUrl: this.config.registryUrl });
+    }
+    this.producer = await this.newProducer();
+    this.consumer = await connectConsumer(
+      {
+        ...this.baseClientConfig(),
+        'group.id': this.config.appId,
+        'isolation.level': 'read_committed',
+        'enable.auto.commit': false,
+        'enable.auto.offset.store': false,
+        'auto.offset.reset': 'earliest',
+        'partition.assignment.strategy': 'cooperative-sticky',
+        'session.timeout.ms': this.config.sessionTimeoutMs,
+        'heartbeat.interval.ms': Math.max(100, Math.floor(this.config.sessionTimeoutMs / 5)),
+        'max.poll.interval.ms': this.config.maxPollIntervalMs,
+        'fetch.wait.max.ms': 20,
+        'rebalance_cb': (err: LibrdKafkaError, assignment: Tp[]) => this.onRebalance(err, assignment),
+      },
+      {},
+    );
+    this.consumer.setDefaultConsumeTimeout(50);
+    const sources = [...new Set(this.topology.subtopologies.flatMap((s) => s.sourceTopics))];
+    this.consumer.subscribe(sources);
+    this.emit('event', { type: 'started', transactionalId: this.txnId } satisfies WorkerEvent);
+    this.running = this.loop();
+    this.running.catch(() => undefined);
+  }
+
+  /** Resolves when the loop ends: after stop(), or rejects on an unrecoverable error. */
+  done(): Promise<void> {
+    return this.running ?? Promise.resolve();
+  }
+
+  /** Finishes and commits the open transaction, leaves the group, and closes both clients. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.running?.catch(() => undefined);
+  }
+
+  private async prepareTopics(): Promise<void> {
+    await withAdmin(
+      this.config.bootstrap,
+      async (admin) => {
+        const userSources = this.topology.topics.filter((t) => t.kind === 'source' && !t.internal).map((t) => t.name);
+        const counts = await partitionCounts(admin, userSources);
+        const tasksOf = new Map<number, number>();
+        // Internal sources (repartition topics) take their count from the sub-topology that writes them,
+        // so resolve sub-topologies fed only by user topics first.
+        for (const sub of this.topology.subtopologies) {
+          const known = sub.sourceTopics.map((t) => counts.get(t)).filter((n): n is number => n !== undefined);
+          if (known.length > 0) tasksOf.set(sub.id, Math.max(...known));
+        }
+        const internal = this.topology.topics.filter((t) => t.internal);
+        for (let pass = 0; pass < 4; pass++) {
+          for (const t of internal) {
+            if (counts.has(t.name)) continue;
+            const n = t.partitions ?? (t.subtopology !== undefined ? tasksOf.get(t.subtopology) : undefined);
+            if (n === undefined) continue;
+            counts.set(t.name, n);
+          }
+          for (const sub of this.topology.subtopologies) {
+            const known = sub.sourceTopics.map((t) => counts.get(t)).filter((n): n is number => n !== undefined);
+            if (known.length === sub.sourceTopics.length && known.length > 0) tasksOf.set(sub.id, Math.max(...known));
+          }
+        }
+        const specs: TopicSpec[] = internal.map((t) => ({
+          name: t.name,
+          partitions: t.kind === 'dead-letter' ? (t.partitions ?? 1) : (counts.get(t.name) ?? 1),
+          compact: t.cleanupPolicy === 'compact',
+        }));
+        await ensureTopics(admin, specs);
+        const all = await partitionCounts(admin, [...new Set([...userSources, ...internal.map((t) => t.name)])]);
+        this.partitionsByTopic = all;
+        for (const sub of this.topology.subtopologies) for (const t of sub.sourceTopics) this.subtopologyOf.set(t, sub.id);
+      },
+      this.config.kafka,
+    );
+  }
+
+  private async newProducer(): Promise<Producer> {
+    const conf: RdConfig = {
+      ...this.baseClientConfig(),
+      'enable.idempotence': true,
+      'linger.ms': 5,
+      'partitioner': 'murmur2_random',
+      'queue.buffering.max.messages': 2_000_000,
+      'queue.buffering.max.kbytes': 1_048_576,
+      'dr_cb': !this.eos,
+    };
+    if (this.eos) {
+      conf['transactional.id'] = this.txnId;
+      conf['transaction.timeout.ms'] = this.config.transactionTimeoutMs;
+    }
+    const producer = await connectProducer(conf);
+    if (!this.eos) {
+      producer.on('delivery-report', (err) => {
+        if (err) this.deliveryError ??= err;
+      });
+    }
+    if (this.eos) {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await initTransactions(producer, this.config.transactionTimeoutMs * 3);
+          break;
+        } catch (e) {
+          if (isKafkaError(e) && e.code === ERR.ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED) {
+            await disconnect(producer);
+            throw new WorkerError('TRANSACTIONAL_ID_NOT_AUTHORIZED', `the principal may not use transactional id ${this.txnId}: grant WRITE on TransactionalId prefix ${this.config.appId}-`, { cause: e });
+          }
+          // CONCURRENT_TRANSACTIONS right after a restart: the coordinator is still aborting the crashed incarnation's transaction.
+          if (classifyTxnError(e) === 'retriable' && attempt < 20) {
+            await sleep(Math.min(2000, 100 * attempt));
+            continue;
+          }
+          await disconnect(producer);
+          throw e;
+        }
+      }
+    }
+    return producer;
+  }
+  private deliveryError: unknown;
+
+  private onRebalance(err: LibrdKafkaError, assignment: Tp[]): void {
+    const consumer = this.consumer;
+    if (!consumer) return;
+    const kind = err.code === ERR.ERR__ASSIGN_PARTITIONS ? 'assign' : 'revoke';
+    const partitions = assignment.map((a) => ({ topic: a.topic, partition: a.partition }));
+    let lost = false;
+    try {
+      lost = kind === 'revoke' && cooperative(consumer).assignmentLost();
+    } catch {
+      lost = false;
+    }
+    // Released only once the loop has committed (or aborted) the open transaction: see handleRebalances.
+    this.rebalances.push({ kind, partitions, lost });
+    if (this.loopEnded) this.handleRebalancesNow();
+  }
+  private loopEnded = false;
+
+  private handleRebalancesNow(): void {
+    // During close there is no open transaction: hand partitions back at once so close does not hang.
+    const consumer = this.consumer;
+    if (!consumer) return;
+    for (const ev of this.rebalances.splice(0)) {
+      try {
+        if (ev.kind === 'revoke') cooperative(consumer).incrementalUnassign(ev.partitions);
+        else cooperative(consumer).incrementalAssign(ev.partitions);
+      } catch {
+        /* not connected any more */
+      }
+    }
+  }
+
+  private async handleRebalances(): Promise<void> {
+    while (this.rebalances.length > 0) {
+      const ev = this.rebalances.shift();
+      if (!ev) break;
+      const consumer = this.consumer;
+      if (!consumer) return;
+      this.stats.rebalances++;
+      const names = ev.partitions.map((p) => `${p.topic}-${p.partition}`);
+      if (ev.kind === 'revoke') {
+        if (this.txnOpen) {
+          if (ev.lost) await this.abort('partitions lost');
+          else await this.commit();
+        }
+        for (const p of ev.partitions) this.dropSource(p);
+        cooperative(consumer).incrementalUnassign(ev.partitions);
+        this.emit('event', { type: 'revoked', partitions: names, lost: ev.lost } satisfies WorkerEvent);
+      } else {
+        const fresh = this.addSources(ev.partitions);
+        await this.restore(fresh);
+        await this.loadCommitted(ev.partitions);
+        cooperative(consumer).incrementalAssign(ev.partitions);
+        this.emit('event', { type: 'assigned', partitions: names } satisfies WorkerEvent);
+      }
+      this.stats.tasks = this.tasks.size;
+    }
+  }
+
+  private addSources(partitions: Tp[]): RuntimeTask[] {
+    const fresh: RuntimeTask[] = [];
+    for (const p of partitions) {
+      const sub = this.subtopologyOf.get(p.topic);
+      if (sub === undefined) continue;
+      const id = `${sub}_${p.partition}`;
+      let task = this.tasks.get(id);
+      if (!task) {
+        task = this.topology.createTask(sub, p.partition);
+        this.tasks.set(id, task);
+        fresh.push(task);
+      }
+      this.taskBySource.set(tpKey(p.topic, p.partition), task);
+    }
+    return fresh;
+  }
+
+  private dropSource(p: Tp): void {
+    const key = tpKey(p.topic, p.partition);
+    this.taskBySource.delete(key);
+    this.progress.committed.delete(key);
+    this.progress.pending.delete(key);
+    const sub = this.subtopologyOf.get(p.topic);
+    if (sub === undefined) return;
+    const id = `${sub}_${p.partition}`;
+    const stillUsed = [...this.taskBySource.values()].includes(this.tasks.get(id) as RuntimeTask);
+    if (!stillUsed) this.tasks.delete(id);
+  }
+
+  private async restore(tasks: RuntimeTask[]): Promise<void> {
+    if (tasks.length === 0 || tasks.every((t) => t.changelogs.length === 0)) return;
+    const started = Date.now();
+    const records = await restoreTasks(this.baseClientConfig(), tasks);
+    this.stats.restoredRecords += records;
+    this.emit('event', { type: 'restored', records, ms: Date.now() - started } satisfies WorkerEvent);
+  }
+
+  private async loadCommitted(partitions: Tp[]): Promise<void> {
+    const consumer = this.consumer;
+    if (!consumer || partitions.length === 0) return;
+    const offsets = await committedOffsets(consumer, partitions, 30_000);
+    for (const o of offsets) this.progress.committed.set(tpKey(o.topic, o.partition), o.offset >= 0 ? o.offset : undefined);
+  }
+
+  private async loop(): Promise<void> {
+    const consumer = this.consumer;
+    if (!consumer) throw new Error('loop before start');
+    try {
+      while (!this.stopping) {
+        await this.handleRebalances();
+        let batch: Message[];
+        try {
+          batch = await consumeBatchOrEmpty(consumer, this.config.consumeBatchSize);
+        } catch (e) {
+          this.emit('event', { type: 'aborted', reason: `consume failed: ${describeKafkaError(e)}` } satisfies WorkerEvent);
+          await sleep(100);
+          continue;
+        }
+        if (batch.length > 0) {
+          try {
+            await this.processBatch(batch);
+          } catch (e) {
+            if (!isKafkaError(e)) throw e;
+            await this.recover(e);
+            continue;
+          }
+        }
+        if (this.txnOpen && (Date.now() - this.txnStartedAt >= this.config.commitIntervalMs || this.txnRecords >= this.config.maxRecordsPerTransaction)) {
+          await this.commit();
+        }
+      }
+      if (this.txnOpen) await this.commit();
+    } finally {
+      this.loopEnded = true;
+      await this.close();
+    }
+  }
+
+  private async processBatch(batch: Message[]): Promise<void> {
+    for (const m of batch) {
+      const key = tpKey(m.topic, m.partition);
+      const task = this.taskBySource.get(key);
+      // A record of a partition revoked (or rewound) after the fetch: its next owner reads it.
+      if (!task) continue;
+      if (!this.txnOpen) await this.begin();
+      const record = toIncoming(m);
+      const result = task.process(record, this.collectorFor(record));
+      if (result) await result;
+      this.progress.pending.set(key, { topic: m.topic, partition: m.partition, offset: m.offset + 1 });
+      this.txnRecords++;
+      this.stats.recordsConsumed++;
+    }
+  }
+
+  private current: { record: IncomingRecord; seq: number; lineage: { topic: Buffer; partition: Buffer } } | undefined;
+  private readonly collector: RecordCollector = { send: (r) => this.send(r) };
+
+  private collectorFor(record: IncomingRecord): RecordCollector {
+    const k = tpKey(record.topic, record.partition);
+    let lineage = this.lineageCache.get(k);
+    if (!lineage) {
+      lineage = { topic: Buffer.from(record.topic), partition: Buffer.from(String(record.partition)) };
+      this.lineageCache.set(k, lineage);
+    }
+    this.current = { record, seq: 0, lineage };
+    return this.collector;
+  }
+
+  private send(r: OutgoingRecord): void {
+    const producer = this.producer;
+    const cur = this.current;
+    if (!producer || !cur) throw new Error('send outside a batch');
+    const headers: Record<string, Buffer>[] = [];
+    if (r.headers) for (const h of r.headers) headers.push({ [h.key]: h.value });
+    headers.push(
+      { [LINEAGE.topic]: cur.lineage.topic },
+      { [LINEAGE.partition]: cur.lineage.partition },
+      { [LINEAGE.offset]: Buffer.from(String(cur.record.offset)) },
+      { [LINEAGE.seq]: Buffer.from(String(cur.seq++)) },
+      { [LINEAGE.txn]: this.txnHeader },
+    );
+    producer.produce(r.topic, r.partition ?? null, r.value, r.key, r.timestamp ?? cur.record.timestamp, null, headers);
+    this.stats.recordsProduced++;
+  }
+
+  private async begin(): Promise<void> {
+    if (this.eos && this.producer) await beginTransaction(this.producer);
+    this.txnOpen = true;
+    this.txnStartedAt = Date.now();
+    this.txnRecords = 0;
+  }
+
+  private offsetsToCommit(): TopicPartitionOffset[] {
+    return [...this.progress.pending.values()];
+  }
+
+  private markCommitted(): void {
+    for (const [k, o] of this.progress.pending) this.progress.committed.set(k, o.offset);
+    this.progress.pending.clear();
+    for (const t of this.tasks.values()) t.commit();
+    this.txnOpen = false;
+    this.stats.transactionsCommitted++;
+    this.stats.lastCommitAt = Date.now();
+  }
+
+  private async commit(): Promise<void> {
+    const producer = this.producer;
+    const consumer = this.consumer;
+    if (!producer || !consumer || !this.txnOpen) return;
+    const started = Date.now();
+    const records = this.txnRecords;
+    const offsets = this.offsetsToCommit();
+    if (!this.eos) {
+      await this.commitAtLeastOnce(producer, consumer, offsets);
+      return;
+    }
+    try {
+      if (this.config.unsafeCommitOffsetsOutsideTransaction) {
+        if (offsets.length > 0) consumer.commitSync(offsets);
+      } else if (offsets.length > 0) {
+        await sendOffsetsToTransaction(producer, offsets, consumer, this.config.transactionTimeoutMs);
+      }
+      await this.commitWithRetry(producer);
+      this.markCommitted();
+      this.emit('event', { type: 'committed', records, ms: Date.now() - started } satisfies WorkerEvent);
+    } catch (e) {
+      await this.recover(e);
+    }
+  }
+
+  /** A retriable commit failure is retried with the same producer: librdkafka resumes the same EndTxn. */
+  private async commitWithRetry(producer: Producer): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await commitTransaction(producer, this.config.transactionTimeoutMs);
+        return;
+      } catch (e) {
+        if (classifyTxnError(e) !== 'retriable' || attempt >= 5) throw e;
+        await sleep(100 * attempt);
+      }
+    }
+  }
+
+  private async commitAtLeastOnce(producer: Producer, consumer: KafkaConsumer, offsets: TopicPartitionOffset[]): Promise<void> {
+    try {
+      await flush(producer, 30_000);
+      if (this.deliveryError) throw this.deliveryError;
+      if (offsets.length > 0) consumer.commitSync(offsets);
+      this.markCommitted();
+    } catch (e) {
+      this.deliveryError = undefined;
+      await this.rewind(`at-least-once commit failed: ${describeKafkaError(e)}`);
+    }
+  }
+
+  private async abort(reason: string): Promise<void> {
+    const producer = this.producer;
+    if (this.eos && producer && this.txnOpen) {
+      try {
+        await abortTransaction(producer, this.config.transactionTimeoutMs);
+      } catch (e) {
+        await this.replaceProducer(`abort failed: ${describeKafkaError(e)}`);
+      }
+    }
+    await this.rewind(reason);
+  }
+
+  /** Roll the tasks back to their last commit and re-read every partition from its committed offset. */
+  private async rewind(reason: string): Promise<void> {
+    for (const t of this.tasks.values()) t.rollback();
+    const consumer = this.consumer;
+    const dirty = [...this.progress.pending.keys()];
+    this.progress.pending.clear();
+    this.txnOpen = false;
+    this.stats.transactionsAborted++;
+    this.emit('event', { type: 'aborted', reason } satisfies WorkerEvent);
+    if (!consumer) return;
+    for (const key of dirty) {
+      const [topic, p] = key.split('\u0000') as [string, string];
+      if (!this.taskBySource.has(key)) continue;
+      const committed = this.progress.committed.get(key);
+      try {
+        await seek(consumer, { topic, partition: Number(p), offset: committed ?? -2 }, 10_000);
+      } catch {
+        // A partition that is being revoked cannot be sought; its next owner reads from the committed offset.
+      }
+    }
+  }
+
+  private async recover(e: unknown): Promise<void> {
+    const kind = classifyTxnError(e);
+    const reason = describeKafkaError(e);
+    if (kind === 'abortable') {
+      await this.abort(`transaction aborted: ${reason}`);
+      return;
+    }
+    if (kind === 'fatal' || isFencing(e)) {
+      this.stats.fencings++;
+      this.emit('event', { type: 'fenced', reason } satisfies WorkerEvent);
+      const now = Date.now();
+      this.fencedAt = [...this.fencedAt.filter((t) => now - t < 60_000), now];
+      if (this.fencedAt.length >= 4) {
+        throw new WorkerError('DUPLICATE_INSTANCE_ID', `transactional id ${this.txnId} was fenced ${this.fencedAt.length} times within a minute: another running worker uses the same instance id (give each replica its own --instance-id)`, { cause: e });
+      }
+    }
+    // Fatal, or unknown: this producer cannot be trusted. Whether the last commit landed is decided
+    // by reading the committed offsets back, never assumed.
+    await this.replaceProducer(reason);
+    await this.resolveAmbiguousCommit();
+  }
+
+  private async replaceProducer(reason: string): Promise<void> {
+    const old = this.producer;
+    this.producer = undefined;
+    if (old) await disconnect(old, 5000);
+    this.producer = await this.newProducer();
+    this.emit('event', { type: 'aborted', reason: `producer replaced: ${reason}` } satisfies WorkerEvent);
+  }
+
+  private async resolveAmbiguousCommit(): Promise<void> {
+    const consumer = this.consumer;
+    const pending = [...this.progress.pending.values()];
+    if (!consumer || pending.length === 0) {
+      await this.rewind('transaction dropped');
+      return;
+    }
+    const committed = await committedOffsets(consumer, pending.map((p) => ({ topic: p.topic, partition: p.partition })), 30_000).catch(() => []);
+    const landed = pending.length > 0 && pending.every((p) => committed.some((c) => c.topic === p.topic && c.partition === p.partition && c.offset === p.offset));
+    if (landed) {
+      this.markCommitted();
+      return;
+    }
+    for (const c of committed) this.progress.committed.set(tpKey(c.topic, c.partition), c.offset >= 0 ? c.offset : undefined);
+    await this.rewind('transaction did not commit');
+  }
+
+  private async close(): Promise<void> {
+    const consumer = this.consumer;
+    const producer = this.producer;
+    if (consumer) {
+      await disconnect(consumer, this.config.shutdownTimeoutMs);
+    }
+    if (producer) await disconnect(producer, 5000);
+    this.consumer = undefined;
+    this.producer = undefined;
+    this.emit('event', { type: 'stopped' } satisfies WorkerEvent);
+  }
+
+  /** Partition counts of every topic the application uses, once started. */
+  partitionCount(topic: string): number | undefined {
+    return this.partitionsByTopic.get(topic);
+  }
+}
+
+function isKafkaError(e: unknown): e is LibrdKafkaError {
+  return typeof e === 'object' && e !== null && typeof (e as { code?: unknown }).code === 'number';
+}
+
+function consumeBatchOrEmpty(consumer: KafkaConsumer, max: number): Promise<Message[]> {
+  return new Promise((resolve, reject) =>
+    consumer.consume(max, (err, messages) => {
+      if (err && err.code !== ERR.ERR__TIMED_OUT && err.code !== ERR.ERR__PARTITION_EOF) reject(err);
+      else resolve(messages ?? []);
+    }),
+  );
+}
+
+const NO_HEADERS: readonly RecordHeader[] = [];
+
+function toIncoming(m: Message): IncomingRecord {
+  let headers: readonly RecordHeader[] = NO_HEADERS;
+  if (m.headers && m.headers.length > 0) {
+    const list: RecordHeader[] = [];
+    for (const h of m.headers) {
+      for (const k in h) {
+        const v = h[k];
+        if (v !== undefined) list.push({ key: k, value: typeof v === 'string' ? Buffer.from(v) : v });
+      }
+    }
+    headers = list;
+  }
+  const key = m.key === undefined || m.key === null ? null : typeof m.key === 'string' ? Buffer.from(m.key) : m.key;
+  return { topic: m.topic, partition: m.partition, offset: m.offset, key, value: m.value, timestamp: m.timestamp ?? Date.now(), headers };
+}
