@@ -11,6 +11,10 @@ export interface RuntimeTopology {
   readonly topics: readonly RuntimeTopic[];
   serdeUsages(): readonly { readonly serde: Serde<unknown>; readonly ctx: SerdeContext }[];
   createTask(subtopologyId: number, partition: number): RuntimeTask;
+  /** Partition counts of every topic, internal ones derived from the external sources' counts. */
+  resolvePartitions(sourcePartitions: ReadonlyMap<string, number>): { readonly topics: readonly RuntimeTopic[] };
+  /** Worst-case time one record may spend in retry backoff: it must fit in a transaction. */
+  totalRetryBudgetMs(): number;
 }
 
 export interface RuntimeTopic {

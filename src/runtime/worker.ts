@@ -41,6 +41,7 @@ export interface WorkerStats {
   fencings: number;
   tasks: number;
   restoredRecords: number;
+  deadLettered: number;
   lastCommitAt: number;
 }
 
@@ -52,6 +53,7 @@ export type WorkerEvent =
   | { type: 'committed'; records: number; ms: number }
   | { type: 'aborted'; reason: string }
   | { type: 'fenced'; reason: string }
+  | { type: 'dead-lettered'; stage: string; code: string; topic: string; partition: number; offset: number }
   | { type: 'stopped' };
 
 interface Tp {
@@ -92,6 +94,7 @@ export class Worker extends EventEmitter {
     fencings: 0,
     tasks: 0,
     restoredRecords: 0,
+    deadLettered: 0,
     lastCommitAt: 0,
   };
   private readonly txnId: string;
@@ -112,6 +115,7 @@ export class Worker extends EventEmitter {
   private fencedAt: number[] = [];
   private readonly lineageCache = new Map<string, { topic: Buffer; partition: Buffer }>();
   private readonly txnHeader: Buffer;
+  private readonly deadLetterTopics: ReadonlySet<string>;
 
   constructor(
     readonly topology: RuntimeTopology,
@@ -121,6 +125,7 @@ export class Worker extends EventEmitter {
     this.config = parseWorkerConfig({ ...config, appId: config.appId ?? topology.appId });
     this.txnId = transactionalId(this.config);
     this.txnHeader = Buffer.from(this.txnId);
+    this.deadLetterTopics = new Set(topology.topics.filter((t) => t.kind === 'dead-letter').map((t) => t.name));
   }
 
   get transactionalId(): string {
@@ -137,6 +142,13 @@ export class Worker extends EventEmitter {
 
   /** Creates internal topics, checks sources, prepares serdes, connects, and starts the loop. */
   async start(): Promise<void> {
+    const budget = this.topology.totalRetryBudgetMs();
+    if (budget >= this.config.transactionTimeoutMs) {
+      throw new WorkerError(
+        'RETRY_BUDGET_EXCEEDS_TIMEOUT',
+        `the topology's retry policy can hold one record for ${budget} ms, not below transactionTimeoutMs (${this.config.transactionTimeoutMs}): lower maxAttempts/maxBackoffMs or raise the timeout`,
+      );
+    }
     await this.prepareTopics();
     for (const { serde, ctx } of this.topology.serdeUsages()) {
       await serde.prepare?.(ctx, { registryUrl: this.config.registryUrl });
@@ -184,31 +196,8 @@ export class Worker extends EventEmitter {
       async (admin) => {
         const userSources = this.topology.topics.filter((t) => t.kind === 'source' && !t.internal).map((t) => t.name);
         const counts = await partitionCounts(admin, userSources);
-        const tasksOf = new Map<number, number>();
-        // Internal sources (repartition topics) take their count from the sub-topology that writes them,
-        // so resolve sub-topologies fed only by user topics first.
-        for (const sub of this.topology.subtopologies) {
-          const known = sub.sourceTopics.map((t) => counts.get(t)).filter((n): n is number => n !== undefined);
-          if (known.length > 0) tasksOf.set(sub.id, Math.max(...known));
-        }
-        const internal = this.topology.topics.filter((t) => t.internal);
-        for (let pass = 0; pass < 4; pass++) {
-          for (const t of internal) {
-            if (counts.has(t.name)) continue;
-            const n = t.partitions ?? (t.subtopology !== undefined ? tasksOf.get(t.subtopology) : undefined);
-            if (n === undefined) continue;
-            counts.set(t.name, n);
-          }
-          for (const sub of this.topology.subtopologies) {
-            const known = sub.sourceTopics.map((t) => counts.get(t)).filter((n): n is number => n !== undefined);
-            if (known.length === sub.sourceTopics.length && known.length > 0) tasksOf.set(sub.id, Math.max(...known));
-          }
-        }
-        const specs: TopicSpec[] = internal.map((t) => ({
-          name: t.name,
-          partitions: t.kind === 'dead-letter' ? (t.partitions ?? 1) : (counts.get(t.name) ?? 1),
-          compact: t.cleanupPolicy === 'compact',
-        }));
+        const internal = this.topology.resolvePartitions(counts).topics.filter((t) => t.internal);
+        const specs: TopicSpec[] = internal.map((t) => ({ name: t.name, partitions: t.partitions ?? 1, compact: t.cleanupPolicy === 'compact' }));
         await ensureTopics(admin, specs);
         const all = await partitionCounts(admin, [...new Set([...userSources, ...internal.map((t) => t.name)])]);
         this.partitionsByTopic = all;
@@ -443,6 +432,18 @@ export class Worker extends EventEmitter {
     );
     producer.produce(r.topic, r.partition ?? null, r.value, r.key, r.timestamp ?? cur.record.timestamp, null, headers);
     this.stats.recordsProduced++;
+    if (this.deadLetterTopics.has(r.topic)) {
+      const header = (k: string) => r.headers?.find((h) => h.key === k)?.value.toString() ?? 'unknown';
+      this.stats.deadLettered++;
+      this.emit('event', {
+        type: 'dead-lettered',
+        stage: header('onceflow.error.stage'),
+        code: header('onceflow.error.code'),
+        topic: cur.record.topic,
+        partition: cur.record.partition,
+        offset: cur.record.offset,
+      } satisfies WorkerEvent);
+    }
   }
 
   private async begin(): Promise<void> {

@@ -1,0 +1,101 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { projectRoot } from '../../src/kafka/paths.ts';
+
+export interface WorkerEventLine {
+  readonly type: string;
+  readonly [k: string]: unknown;
+}
+
+/** A worker replica in its own process, as users run it: `onceflow run <file>`; its events come as JSON lines. */
+export class WorkerProcess {
+  readonly events: WorkerEventLine[] = [];
+  readonly stderr: string[] = [];
+  private readonly child: ChildProcess;
+  private readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private waiters: { pred: (e: WorkerEventLine) => boolean; resolve: (e: WorkerEventLine) => void }[] = [];
+
+  constructor(
+    readonly name: string,
+    file: string,
+    args: readonly string[],
+    env: Readonly<Record<string, string>>,
+  ) {
+    this.child = spawn(process.execPath, ['bin/onceflow.js', 'run', file, '--events', ...args], {
+      cwd: projectRoot(),
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    createInterface({ input: this.child.stdout! }).on('line', (line) => {
+      let ev: WorkerEventLine;
+      try {
+        ev = JSON.parse(line) as WorkerEventLine;
+      } catch {
+        return;
+      }
+      this.events.push(ev);
+      this.waiters = this.waiters.filter((w) => {
+        if (!w.pred(ev)) return true;
+        w.resolve(ev);
+        return false;
+      });
+    });
+    createInterface({ input: this.child.stderr! }).on('line', (line) => this.stderr.push(line));
+    this.exited = new Promise((resolve) => this.child.on('exit', (code, signal) => resolve({ code, signal })));
+  }
+
+  get pid(): number {
+    return this.child.pid ?? -1;
+  }
+
+  count(type: string): number {
+    return this.events.filter((e) => e.type === type).length;
+  }
+
+  /** Resolves on the first event (already seen or future) matching; rejects if the process exits first or time runs out. */
+  waitFor(pred: (e: WorkerEventLine) => boolean, timeoutMs = 60_000, what = 'event'): Promise<WorkerEventLine> {
+    const seen = this.events.find(pred);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${this.name}: no ${what} within ${timeoutMs} ms; stderr: ${this.stderr.slice(-10).join('\n')}`)), timeoutMs);
+      const done = (e: WorkerEventLine) => {
+        clearTimeout(timer);
+        resolve(e);
+      };
+      this.waiters.push({ pred, resolve: done });
+      void this.exited.then(({ code, signal }) => {
+        clearTimeout(timer);
+        reject(new Error(`${this.name} exited (code ${code}, signal ${signal}) before ${what}; stderr: ${this.stderr.slice(-15).join('\n')}`));
+      });
+    });
+  }
+
+  kill(signal: NodeJS.Signals): void {
+    this.child.kill(signal);
+  }
+
+  exit(): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    return this.exited;
+  }
+
+  /** SIGTERM, then SIGKILL if it does not exit in time. */
+  async stop(timeoutMs = 30_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return this.exited;
+    this.child.kill('SIGCONT');
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs);
+    const result = await this.exited;
+    clearTimeout(timer);
+    return result;
+  }
+}
+
+/** Polls `check` until it returns true. */
+export async function eventually(check: () => Promise<boolean> | boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
