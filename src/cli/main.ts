@@ -1,6 +1,14 @@
 import { Command, CommanderError } from 'commander';
 import { isOnceflowError } from '../errors.ts';
+import { registerChaos } from './chaos.ts';
+import { registerConfig } from './config.ts';
+import { registerDemo } from './demo.ts';
+import { registerDescribe } from './describe.ts';
 import { registerDev } from './dev.ts';
+import { registerOutbox } from './outbox.ts';
+import { registerRun } from './run.ts';
+import { registerStatus } from './status.ts';
+import { registerVerify } from './verify.ts';
 
 const program = new Command('onceflow')
   .description('exactly-once Kafka-to-Kafka stream processing for TypeScript')
@@ -8,6 +16,14 @@ const program = new Command('onceflow')
   .exitOverride();
 
 registerDev(program);
+registerDescribe(program);
+registerRun(program);
+registerVerify(program);
+registerChaos(program);
+registerDemo(program);
+registerStatus(program);
+registerConfig(program);
+registerOutbox(program);
 
 try {
   await program.parseAsync(process.argv);

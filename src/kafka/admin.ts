@@ -62,12 +62,15 @@ export async function ensureTopics(admin: AdminClient, specs: readonly TopicSpec
       })),
     });
   } catch (e) {
-    // Another replica may have created them between our list and create.
-    const now = new Set(await admin.listTopics());
-    const still = missing.filter((s) => !now.has(s.name)).map((s) => s.name);
-    if (still.length > 0) {
-      throw new TopicError('TOPIC_CREATE_FAILED', `could not create topics ${still.join(', ')}: ${(e as Error).message}`, still);
+    // Another replica may have created them between our list and create; its metadata can take a moment to show.
+    let still: string[] = [];
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const now = new Set(await admin.listTopics());
+      still = missing.filter((s) => !now.has(s.name)).map((s) => s.name);
+      if (still.length === 0) return;
+      await new Promise((r) => setTimeout(r, 250));
     }
+    throw new TopicError('TOPIC_CREATE_FAILED', `could not create topics ${still.join(', ')}: ${(e as Error).message}`, still);
   }
 }
 

@@ -116,6 +116,7 @@ export class Worker extends EventEmitter {
   private readonly lineageCache = new Map<string, { topic: Buffer; partition: Buffer }>();
   private readonly txnHeader: Buffer;
   private readonly deadLetterTopics: ReadonlySet<string>;
+  private readonly chaos = chaosSchedule(process.env.ONCEFLOW_CHAOS_KILL_AT);
 
   constructor(
     readonly topology: RuntimeTopology,
@@ -199,8 +200,7 @@ export class Worker extends EventEmitter {
         const internal = this.topology.resolvePartitions(counts).topics.filter((t) => t.internal);
         const specs: TopicSpec[] = internal.map((t) => ({ name: t.name, partitions: t.partitions ?? 1, compact: t.cleanupPolicy === 'compact' }));
         await ensureTopics(admin, specs);
-        const all = await partitionCounts(admin, [...new Set([...userSources, ...internal.map((t) => t.name)])]);
-        this.partitionsByTopic = all;
+        this.partitionsByTopic = new Map([...counts, ...specs.map((t) => [t.name, t.partitions] as const)]);
         for (const sub of this.topology.subtopologies) for (const t of sub.sourceTopics) this.subtopologyOf.set(t, sub.id);
       },
       this.config.kafka,
@@ -393,7 +393,10 @@ export class Worker extends EventEmitter {
       const task = this.taskBySource.get(key);
       // A record of a partition revoked (or rewound) after the fetch: its next owner reads it.
       if (!task) continue;
-      if (!this.txnOpen) await this.begin();
+      if (!this.txnOpen) {
+        await this.begin();
+        this.chaosPoint('before-produce');
+      }
       const record = toIncoming(m);
       const result = task.process(record, this.collectorFor(record));
       if (result) await result;
@@ -478,11 +481,13 @@ export class Worker extends EventEmitter {
       return;
     }
     try {
+      this.chaosPoint('after-produce');
       if (this.config.unsafeCommitOffsetsOutsideTransaction) {
         if (offsets.length > 0) consumer.commitSync(offsets);
       } else if (offsets.length > 0) {
         await sendOffsetsToTransaction(producer, offsets, consumer, this.config.transactionTimeoutMs);
       }
+      this.chaosPoint('after-send-offsets');
       await this.commitWithRetry(producer);
       this.markCommitted();
       this.emit('event', { type: 'committed', records, ms: Date.now() - started } satisfies WorkerEvent);
@@ -495,7 +500,9 @@ export class Worker extends EventEmitter {
   private async commitWithRetry(producer: Producer): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await commitTransaction(producer, this.config.transactionTimeoutMs);
+        const committing = commitTransaction(producer, this.config.transactionTimeoutMs);
+        this.chaosPoint('during-commit');
+        await committing;
         return;
       } catch (e) {
         if (classifyTxnError(e) !== 'retriable' || attempt >= 5) throw e;
@@ -609,10 +616,28 @@ export class Worker extends EventEmitter {
     this.emit('event', { type: 'stopped' } satisfies WorkerEvent);
   }
 
+  /** Test hook for the chaos harness: SIGKILL this process the n-th time it passes `phase`. */
+  private chaosPoint(phase: ChaosPhase): void {
+    if (!this.chaos || this.chaos.phase !== phase) return;
+    if (--this.chaos.remaining > 0) return;
+    if (phase === 'during-commit') setImmediate(() => process.kill(process.pid, 'SIGKILL'));
+    else process.kill(process.pid, 'SIGKILL');
+  }
+
   /** Partition counts of every topic the application uses, once started. */
   partitionCount(topic: string): number | undefined {
     return this.partitionsByTopic.get(topic);
   }
+}
+
+export const CHAOS_PHASES = ['before-produce', 'after-produce', 'after-send-offsets', 'during-commit'] as const;
+export type ChaosPhase = (typeof CHAOS_PHASES)[number];
+
+function chaosSchedule(spec: string | undefined): { phase: ChaosPhase; remaining: number } | undefined {
+  if (!spec) return undefined;
+  const [phase, n] = spec.split(':');
+  if (!CHAOS_PHASES.includes(phase as ChaosPhase)) return undefined;
+  return { phase: phase as ChaosPhase, remaining: Math.max(1, Number(n) || 1) };
 }
 
 function isKafkaError(e: unknown): e is LibrdKafkaError {

@@ -4,7 +4,7 @@ export interface OrderEvent {
   readonly eventId: string;
   readonly orderId: string;
   readonly customerId: string;
-  readonly status: 'CREATED' | 'PAID' | 'SHIPPED' | 'CANCELLED';
+  readonly status: 'CREATED' | 'PAID' | 'CANCELLED' | 'REFUNDED';
   readonly version: number;
   readonly amount: number;
 }
@@ -33,13 +33,13 @@ export interface OrdersInputOptions {
   readonly customers?: number;
   /** Share of events sent a second time with the same event id. */
   readonly duplicateRate?: number;
-  /** Share of orders whose PAID and SHIPPED events arrive swapped (an older version after a newer one). */
+  /** Share of three-event orders whose last two events arrive swapped (an older version after a newer one). */
   readonly outOfOrderRate?: number;
   readonly poison?: number;
 }
 
 /**
- * Order lifecycles (CREATED v1 → PAID v2 → SHIPPED v3, some CANCELLED), keyed by order id so one
+ * Order lifecycles (CREATED v1 → PAID v2, some REFUNDED v3 or CANCELLED v2), keyed by order id so one
  * order's events share a partition, with duplicated event ids, out-of-order versions and poison records.
  */
 export function ordersInput(opts: OrdersInputOptions): InputRecord[] {
@@ -49,11 +49,11 @@ export function ordersInput(opts: OrdersInputOptions): InputRecord[] {
   const pad = 'x'.repeat(40);
   let order = 0;
   while (out.length < opts.records) {
-    const orderId = `o${order++}`;
+    const orderId = `o${opts.seed ?? 1}-${order++}`;
     const customerId = `c${Math.floor(rand() * customers)}`;
     const amount = 1 + Math.floor(rand() * 500);
-    const cancelled = rand() < 0.1;
-    const lifecycle: OrderEvent['status'][] = cancelled ? ['CREATED', 'CANCELLED'] : ['CREATED', 'PAID', 'SHIPPED'];
+    const fate = rand();
+    const lifecycle: OrderEvent['status'][] = fate < 0.1 ? ['CREATED', 'CANCELLED'] : fate < 0.25 ? ['CREATED', 'PAID', 'REFUNDED'] : ['CREATED', 'PAID'];
     const events = lifecycle.map((status, i) => ({ eventId: `${orderId}-e${i + 1}`, orderId, customerId, status, version: i + 1, amount, note: pad }));
     if (events.length === 3 && rand() < (opts.outOfOrderRate ?? 0.05)) {
       const [a, b, c] = events as [(typeof events)[0], (typeof events)[0], (typeof events)[0]];

@@ -1,5 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { withAdmin } from '../kafka/admin.ts';
+import { randomUUID } from 'node:crypto';
+import type { IsolationLevel } from '@confluentinc/kafka-javascript/types/rdkafka.js';
+import { withAdmin, type AdminClient } from '../kafka/admin.ts';
+import { connectConsumer, consumeBatch, disconnect } from '../kafka/clients.ts';
 
 export interface CaughtUpOptions {
   readonly bootstrap: string;
@@ -47,11 +50,63 @@ export async function waitCaughtUp(opts: CaughtUpOptions): Promise<void> {
           last = snapshot;
           stableSince = Date.now();
         }
-        if (inputDone && Date.now() - stableSince >= stableMs) return;
+        if (inputDone && Date.now() - stableSince >= stableMs) {
+          const left = await transactionalLeft(admin, opts.bootstrap, opts.transactionalTopics ?? [], at, opts.clientOptions ?? {});
+          if (left === '') return;
+          lagSummary = left;
+          // Something is left downstream: start the stability clock again.
+          stableSince = Date.now();
+        }
         if (Date.now() > deadline) throw new Error(`group ${opts.groupId} did not catch up in time; lag:${lagSummary || ' (input done, offsets still moving)'}`);
         await sleep(250);
       }
     },
     opts.clientOptions ?? {},
   );
+}
+
+const READ_COMMITTED = 1 as IsolationLevel;
+
+/**
+ * Describes what a group still has to read of transactional topics ('' = nothing). The committed
+ * offset can sit below the end for good (commit and abort markers, aborted records), so "nothing left"
+ * means: no open transaction (last stable offset = high watermark), and no committed data record
+ * between the committed offset and the end.
+ */
+async function transactionalLeft(admin: AdminClient, bootstrap: string, topics: readonly string[], committed: ReadonlyMap<string, number>, clientOptions: Readonly<Record<string, string | number | boolean>>): Promise<string> {
+  const toRead: { topic: string; partition: number; offset: number; end: number }[] = [];
+  for (const topic of topics) {
+    const ends = await admin.fetchTopicOffsets(topic);
+    const stable = await admin.fetchTopicOffsets(topic, { isolationLevel: READ_COMMITTED });
+    for (const p of ends) {
+      const high = Number(p.high);
+      const lso = Number(stable.find((s) => s.partition === p.partition)?.offset ?? high);
+      if (lso < high) return ` ${topic}/${p.partition}: open transaction`;
+      const c = committed.get(`${topic}/${p.partition}`) ?? -1;
+      if (high > 0 && c < high) toRead.push({ topic, partition: p.partition, offset: Math.max(c, 0), end: high });
+    }
+  }
+  if (toRead.length === 0) return '';
+  const consumer = await connectConsumer({
+    'bootstrap.servers': bootstrap,
+    'group.id': `onceflow-progress-${randomUUID()}`,
+    'enable.auto.commit': false,
+    'enable.partition.eof': true,
+    'isolation.level': 'read_committed',
+    ...clientOptions,
+  });
+  try {
+    const pending = new Set(toRead.map((t) => `${t.topic}/${t.partition}`));
+    consumer.on('partition.eof', (e) => pending.delete(`${e.topic}/${e.partition}`));
+    consumer.assign(toRead.map(({ topic, partition, offset }) => ({ topic, partition, offset })));
+    const deadline = Date.now() + 10_000;
+    while (pending.size > 0 && Date.now() < deadline) {
+      const batch = await consumeBatch(consumer, 1000);
+      const first = batch[0];
+      if (first) return ` ${first.topic}/${first.partition}: ${batch.length}+ records not yet processed`;
+    }
+    return pending.size > 0 ? ` ${[...pending].join(', ')}: end not reached` : '';
+  } finally {
+    await disconnect(consumer);
+  }
 }

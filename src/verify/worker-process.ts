@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { projectRoot } from '../../src/kafka/paths.ts';
+import { projectRoot } from '../kafka/paths.ts';
 
 export interface WorkerEventLine {
   readonly type: string;
@@ -21,7 +21,7 @@ export class WorkerProcess {
     args: readonly string[],
     env: Readonly<Record<string, string>>,
   ) {
-    this.child = spawn(process.execPath, ['bin/onceflow.js', 'run', file, '--events', ...args], {
+    this.child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'run', file, '--events', ...args], {
       cwd: projectRoot(),
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -72,6 +72,10 @@ export class WorkerProcess {
 
   kill(signal: NodeJS.Signals): void {
     this.child.kill(signal);
+  }
+
+  get alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
   }
 
   exit(): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {

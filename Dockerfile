@@ -1,0 +1,21 @@
+# onceflow runs its TypeScript sources through tsx: no build step, the image is the repository.
+FROM node:20-bookworm
+
+# librdkafka is linked against the system libraries (CKJS_LINKING=dynamic) rather than downloaded
+# prebuilt, the same way scripts/setup.sh builds it for development.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev libcurl4-openssl-dev build-essential python3 \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+ENV CKJS_LINKING=dynamic
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund --loglevel=error \
+ && node -e "require('@confluentinc/kafka-javascript')"
+
+COPY . .
+RUN printf '#!/bin/sh\nexec node /app/bin/onceflow.js "$@"\n' > /usr/local/bin/onceflow && chmod +x /usr/local/bin/onceflow
+
+USER node
+ENTRYPOINT ["node", "/app/bin/onceflow.js"]

@@ -1,0 +1,88 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export type ContenderName = 'onceflow-eos' | 'onceflow-alos' | 'kafka-streams-eos' | 'limit';
+export const CONTENDERS: readonly ContenderName[] = ['onceflow-eos', 'onceflow-alos', 'kafka-streams-eos', 'limit'];
+
+export type BenchPipeline = 'filter-map' | 'word-count' | 'orders';
+export const PIPELINES: readonly BenchPipeline[] = ['filter-map', 'word-count', 'orders'];
+
+export interface LaunchSpec {
+  readonly cmd: string;
+  readonly args: string[];
+  readonly env: Record<string, string>;
+}
+
+export interface RunTarget {
+  readonly pipeline: BenchPipeline;
+  readonly bootstrap: string;
+  readonly input: string;
+  readonly output: string;
+  readonly appId: string;
+  readonly commitIntervalMs: number;
+}
+
+const root = (): string => process.cwd();
+export const ksDir = (): string => join(root(), 'bench', 'peers', 'kafka-streams');
+export const ksJar = (): string => join(ksDir(), 'target', 'kafka-streams-peer.jar');
+
+/**
+ * The topology file onceflow runs for a pipeline. The shared topology files are preferred once they
+ * read the benchmark's topic variables; until then the wrappers in bench/topologies point them there.
+ */
+export function onceflowTopologyFile(pipeline: BenchPipeline): string {
+  if (pipeline === 'filter-map') return 'bench/topologies/filter-map.ts';
+  const shared = join('topology', `${pipeline}.ts`);
+  const envVar = pipeline === 'orders' ? 'ONCEFLOW_ORDERS_INPUT' : 'ONCEFLOW_WORDS_INPUT';
+  if (existsSync(shared) && readFileSync(shared, 'utf8').includes(envVar)) return shared;
+  return join('bench', 'topologies', `${pipeline}.ts`);
+}
+
+export function topicEnv(pipeline: BenchPipeline, input: string, output: string): Record<string, string> {
+  switch (pipeline) {
+    case 'filter-map':
+      return { ONCEFLOW_FILTER_MAP_INPUT: input, ONCEFLOW_FILTER_MAP_OUTPUT: output };
+    case 'word-count':
+      return { ONCEFLOW_WORDS_INPUT: input, ONCEFLOW_WORDS_OUTPUT: output };
+    case 'orders':
+      return { ONCEFLOW_ORDERS_INPUT: input, ONCEFLOW_ORDERS_OUTPUT: output };
+  }
+}
+
+export function launchSpec(contender: ContenderName, t: RunTarget): LaunchSpec {
+  switch (contender) {
+    case 'onceflow-eos':
+    case 'onceflow-alos':
+      return {
+        // node itself, not npm/npx: the pid sampled for CPU and RSS must be the processor's.
+        cmd: process.execPath,
+        args: [
+          '--import', 'tsx', 'src/cli/main.ts', 'run', onceflowTopologyFile(t.pipeline),
+          '--app-id', t.appId, '--instance-id', 'bench',
+          '--guarantee', contender === 'onceflow-eos' ? 'exactly_once' : 'at_least_once',
+          '--commit-interval-ms', String(t.commitIntervalMs), '--events',
+        ],
+        env: { ONCEFLOW_BOOTSTRAP: t.bootstrap, ...topicEnv(t.pipeline, t.input, t.output) },
+      };
+    case 'kafka-streams-eos':
+      return {
+        cmd: 'java',
+        args: ['-Dorg.slf4j.simpleLogger.defaultLogLevel=warn', '-jar', ksJar(), t.pipeline, t.bootstrap, t.input, t.output, t.appId, String(t.commitIntervalMs)],
+        env: {},
+      };
+    case 'limit':
+      return { cmd: process.execPath, args: ['--import', 'tsx', 'bench/peers/limit.ts', t.bootstrap, t.input, t.output, t.appId], env: {} };
+  }
+}
+
+/** Builds the Kafka Streams peer jar on first use (Maven, from Central); returns why not if it cannot. */
+export function ensureKafkaStreamsPeer(log: (s: string) => void): string | undefined {
+  if (existsSync(ksJar())) return undefined;
+  log('building the Kafka Streams peer (mvn package, first use only) ...');
+  const r = spawnSync('mvn', ['-q', '-B', 'package', '-DskipTests'], { cwd: ksDir(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  if (r.error || r.status !== 0 || !existsSync(ksJar())) {
+    return `mvn package failed in ${ksDir()}: ${(r.error?.message ?? `${r.stdout}\n${r.stderr}`).slice(-2000)}`;
+  }
+  return undefined;
+}

@@ -1,0 +1,168 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
+import { connectConsumer, consumeBatch, disconnect } from '../../src/kafka/clients.ts';
+import type { AdminClient } from '../../src/kafka/admin.ts';
+
+/**
+ * What a downstream read_committed consumer sees of a topic while the benchmark runs: when the first
+ * and the last record became visible to it, and for records stamped at or after `latencyFrom`
+ * (the probe records produced after the backlog), visibility time minus the record's timestamp.
+ * Processors copy the input record's timestamp to their outputs (onceflow, Kafka Streams and the
+ * copy loop all do), so that difference is input timestamp → visible downstream.
+ */
+export class OutputReader {
+  records = 0;
+  firstVisibleAt: number | undefined;
+  lastVisibleAt: number | undefined;
+  /** Visible-at of each record, in arrival order: throughput over any window can be cut afterwards. */
+  private readonly latencies: number[] = [];
+  latencyFrom = Number.POSITIVE_INFINITY;
+  private consumer: KafkaConsumer | undefined;
+  private loop: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly bootstrap: string,
+    private readonly topic: string,
+    private readonly partitions: number,
+  ) {}
+
+  async start(): Promise<void> {
+    this.consumer = await connectConsumer({
+      'bootstrap.servers': this.bootstrap,
+      'group.id': `bench-reader-${randomUUID()}`,
+      'enable.auto.commit': false,
+      'isolation.level': 'read_committed',
+      'auto.offset.reset': 'earliest',
+      // Short fetch waits: the reader's own polling delay is part of every latency it reports.
+      'fetch.wait.max.ms': 5,
+      'fetch.min.bytes': 1,
+    });
+    // consume(n) otherwise waits up to the timeout for *each* of the n messages: under a steady trickle
+    // it would sit on a batch until n arrived, adding seconds to every latency it reports.
+    const c = this.consumer as unknown as { setDefaultConsumeTimeout(ms: number): void; setDefaultIsTimeoutOnlyForFirstMessage(b: boolean): void };
+    c.setDefaultConsumeTimeout(100);
+    c.setDefaultIsTimeoutOnlyForFirstMessage(true);
+    this.consumer.assign(Array.from({ length: this.partitions }, (_, partition) => ({ topic: this.topic, partition, offset: 0 })));
+    this.loop = this.run();
+  }
+
+  private async run(): Promise<void> {
+    const c = this.consumer!;
+    while (!this.stopped) {
+      const batch = await consumeBatch(c, 5000).catch(() => []);
+      if (batch.length === 0) continue;
+      const now = Date.now();
+      this.firstVisibleAt ??= now;
+      this.lastVisibleAt = now;
+      this.records += batch.length;
+      for (const m of batch) {
+        const ts = m.timestamp ?? 0;
+        if (ts >= this.latencyFrom) this.latencies.push(now - ts);
+      }
+    }
+  }
+
+  /** Ms since the last record became visible (infinite before the first). */
+  idleMs(): number {
+    return this.lastVisibleAt === undefined ? Number.POSITIVE_INFINITY : Date.now() - this.lastVisibleAt;
+  }
+
+  latencySamples(): readonly number[] {
+    return this.latencies;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.loop;
+    if (this.consumer) await disconnect(this.consumer);
+  }
+}
+
+export function percentile(values: readonly number[], p: number): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[at];
+}
+
+const CLK_TCK = 100; // getconf CLK_TCK on Linux x86-64; /proc/<pid>/stat counts in these ticks.
+
+export interface ProcSample {
+  readonly cpuSeconds: number;
+  readonly peakRssMb: number;
+}
+
+/** utime+stime (all threads) and VmHWM of a live process; undefined once it has gone. */
+export function sampleProc(pid: number): ProcSample | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may contain spaces: count fields after its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const utime = Number(fields[11]);
+    const stime = Number(fields[12]);
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const hwm = /VmHWM:\s+(\d+) kB/.exec(status);
+    return { cpuSeconds: (utime + stime) / CLK_TCK, peakRssMb: hwm ? Number(hwm[1]) / 1024 : 0 };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Sum over partitions of the end offsets of a topic (records + transaction markers). */
+export async function endOffsets(admin: AdminClient, topic: string): Promise<Map<number, number>> {
+  const offsets = await admin.fetchTopicOffsets(topic);
+  return new Map(offsets.map((o) => [o.partition, Number(o.high)]));
+}
+
+export interface Progress {
+  /** Input records the group has committed past (per partition capped at the target end). */
+  readonly committed: number;
+  readonly done: boolean;
+  readonly behind: number;
+}
+
+/**
+ * Where the contender's group stands. Done means: committed at the end of every input partition, and
+ * on every internal topic the group reads (its repartition topics) at most
+ * one offset short of the end — the commit marker a transactional producer leaves after its last record.
+ * Each contender commits its input offsets only with or after the outputs of those records, so done
+ * means every input record has gone all the way through.
+ */
+export async function groupProgress(admin: AdminClient, groupId: string, input: string, ends: ReadonlyMap<number, number>, internal: readonly string[] = []): Promise<Progress> {
+  // Named explicitly: a repartition partition the group has not committed on yet is absent from an
+  // unfiltered answer, which would read as "nothing left to do" while its backlog is still untouched.
+  const got = await admin.fetchOffsets({ groupId, topics: [input, ...internal], timeout: 5000 });
+  let committed = 0;
+  let behind = 0;
+  let done = true;
+  for (const t of got) {
+    if (t.topic !== input) continue;
+    for (const p of t.partitions) committed += Math.min(Math.max(Number(p.offset), 0), ends.get(p.partition) ?? 0);
+  }
+  const inputCommitted = new Map<number, number>();
+  for (const t of got) if (t.topic === input) for (const p of t.partitions) inputCommitted.set(p.partition, Number(p.offset));
+  for (const [p, end] of ends) {
+    const c = inputCommitted.get(p) ?? -1;
+    if (c < end) {
+      done = false;
+      behind += end - Math.max(c, 0);
+    }
+  }
+  if (done) {
+    for (const t of got) {
+      if (t.topic === input) continue;
+      const highs = await endOffsets(admin, t.topic);
+      for (const p of t.partitions) {
+        const high = highs.get(p.partition) ?? 0;
+        const c = Math.max(Number(p.offset), 0);
+        if (high > 0 && c < high - 1) {
+          done = false;
+          behind += high - 1 - c;
+        }
+      }
+    }
+  }
+  return { committed, done, behind };
+}

@@ -1,0 +1,441 @@
+/**
+ * npm run bench -- [--records N] [--json <file>] [--pipelines a,b,c] [--quick] [--bootstrap host:port]
+ *                  [--contenders a,b] [--rounds N] [--no-sweep] [--probe-rate N] [--probe-seconds N]
+ *
+ * onceflow exactly_once and at_least_once, Kafka Streams exactly_once_v2 and a bare copy loop, each
+ * as its own process, on the same backlog, in turn and alternating (A B C D A B C D) so drift of the
+ * machine (page cache, broker log size, thermal) is spread over all contenders. See bench/README.md
+ * for the method behind each figure.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { cpus, release, totalmem } from 'node:os';
+import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { startLocalCluster, stopLocalCluster } from '../src/kafka/local-cluster.ts';
+import { ensureTopics, withAdmin, type AdminClient, type TopicSpec } from '../src/kafka/admin.ts';
+import { connectProducer, disconnect, flush } from '../src/kafka/clients.ts';
+import { produceAll } from '../src/verify/orders-input.ts';
+import { verify, lastByKey, type VerifyReport } from '../src/verify/verify.ts';
+import { readTopic } from '../src/kafka/read-topic.ts';
+import { loadTopology } from '../src/dsl/load.ts';
+import { compile } from '../src/graph/compile.ts';
+import type { TopologyBuilder } from '../src/dsl/builder.ts';
+import { OutputReader, endOffsets, groupProgress, percentile, sampleProc, type ProcSample } from './lib/measure.ts';
+import { CONTENDERS, PIPELINES, ensureKafkaStreamsPeer, launchSpec, onceflowTopologyFile, type BenchPipeline, type ContenderName } from './lib/contenders.ts';
+import { PROBE_PREFIX, inputFor, modelFor, probeRecord } from './lib/models.ts';
+import { summarize, renderTable, renderSvg, updateReadme, type RunResult, type BenchResults } from './lib/report.ts';
+
+const { values: flags } = parseArgs({
+  options: {
+    records: { type: 'string' },
+    json: { type: 'string' },
+    pipelines: { type: 'string' },
+    contenders: { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    bootstrap: { type: 'string' },
+    rounds: { type: 'string' },
+    'no-sweep': { type: 'boolean', default: false },
+    'probe-rate': { type: 'string' },
+    'probe-seconds': { type: 'string' },
+    'run-timeout-s': { type: 'string' },
+  },
+  allowPositionals: false,
+});
+
+const log = (s: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
+
+/**
+ * Backlog sizes that keep onceflow exactly_once, the slowest contender, busy for 20 s or more on the
+ * 2-core machine they were sized on (filter-map ≈ 16k rec/s); faster contenders finish sooner on the
+ * same input, so their figures rest on shorter windows.
+ */
+const DEFAULT_RECORDS: Record<BenchPipeline, number> = { 'filter-map': 400_000, 'word-count': 250_000, orders: 250_000 };
+const QUICK_RECORDS: Record<BenchPipeline, number> = { 'filter-map': 30_000, 'word-count': 20_000, orders: 20_000 };
+
+const quick = flags.quick ?? false;
+const pipelinesToRun = (flags.pipelines?.split(',').map((s) => s.trim()).filter(Boolean) ?? [...PIPELINES]) as BenchPipeline[];
+for (const p of pipelinesToRun) if (!PIPELINES.includes(p)) throw new Error(`unknown pipeline ${p} (one of ${PIPELINES.join(', ')})`);
+let contenders = (flags.contenders?.split(',').map((s) => s.trim()).filter(Boolean) ?? [...CONTENDERS]) as ContenderName[];
+for (const c of contenders) if (!CONTENDERS.includes(c)) throw new Error(`unknown contender ${c} (one of ${CONTENDERS.join(', ')})`);
+const rounds = Number(flags.rounds ?? 2);
+const sweep = !(flags['no-sweep'] ?? false);
+const probeRate = Number(flags['probe-rate'] ?? 200);
+const probeSeconds = Number(flags['probe-seconds'] ?? (quick ? 4 : 10));
+const runTimeoutMs = Number(flags['run-timeout-s'] ?? 900) * 1000;
+const recordsFor = (p: BenchPipeline) => (flags.records ? Number(flags.records) : (quick ? QUICK_RECORDS : DEFAULT_RECORDS)[p]);
+const PARTITIONS = 6;
+const SWEEP_MS = [10, 100, 1000];
+
+const tag = `${Date.now().toString(36)}`;
+const tmpDir = join('bench', 'results', 'tmp', tag);
+mkdirSync(tmpDir, { recursive: true });
+
+let clusterDir: string | undefined;
+let bootstrap = flags.bootstrap;
+const children = new Set<number>();
+let interrupted = false;
+process.on('SIGINT', () => {
+  interrupted = true;
+  for (const pid of children) {
+    try {
+      process.kill(pid, 'SIGTERM');
+    } catch {
+      /* gone */
+    }
+  }
+});
+
+if (contenders.includes('kafka-streams-eos')) {
+  const why = ensureKafkaStreamsPeer(log);
+  if (why) {
+    log(`Kafka Streams contender skipped: ${why}`);
+    contenders = contenders.filter((c) => c !== 'kafka-streams-eos');
+  }
+}
+
+if (!bootstrap) {
+  clusterDir = join(tmpDir, 'cluster');
+  log(`starting a local broker in ${clusterDir}`);
+  const info = await startLocalCluster({ dir: clusterDir, withRegistry: false });
+  bootstrap = info.bootstrap;
+}
+const BOOT = bootstrap;
+log(`broker ${BOOT}`);
+
+const results: RunResult[] = [];
+const verifyNotes: string[] = [];
+/** Last value per key of each aggregate run's output, for comparing Kafka Streams with onceflow. */
+const finals = new Map<string, Map<string, string>>();
+let runCounter = 0;
+
+try {
+  for (const pipeline of pipelinesToRun) {
+    if (interrupted) break;
+    const builder = await loadTopology(onceflowTopologyFile(pipeline)).catch((e: unknown) => {
+      log(`${pipeline}: onceflow topology not loadable (${(e as Error).message}); onceflow contenders skipped`);
+      return undefined;
+    });
+    const records = recordsFor(pipeline);
+    const input = `bench-${tag}-${pipeline}-in`;
+    await withAdmin(BOOT, (a) => ensureTopics(a, [{ name: input, partitions: PARTITIONS }]));
+    const data = inputFor(pipeline, records, 42);
+    const bytes = data.reduce((n, r) => n + r.value.length + r.key.length, 0);
+    log(`${pipeline}: producing ${records} records (${Math.round(bytes / records)} bytes avg) to ${input}`);
+    const t0 = Date.now();
+    await produceAll(BOOT, input, data);
+    log(`${pipeline}: produced in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+
+    const plan: { contender: ContenderName; round: number; commitMs: number; sweep: boolean }[] = [];
+    for (let round = 1; round <= rounds; round++) for (const c of contenders) plan.push({ contender: c, round, commitMs: 100, sweep: false });
+    if (sweep && contenders.includes('onceflow-eos')) for (const ms of SWEEP_MS) if (ms !== 100) plan.push({ contender: 'onceflow-eos', round: 1, commitMs: ms, sweep: true });
+
+    for (const step of plan) {
+      if (interrupted) break;
+      if (step.contender.startsWith('onceflow') && !builder) continue;
+      const run = ++runCounter;
+      const appId = `bench-${tag}-${pipeline}-${step.contender}-c${step.commitMs}-r${step.round}`;
+      const result = await runOne({ pipeline, contender: step.contender, round: step.round, commitMs: step.commitMs, sweep: step.sweep, input, appId, run, builder });
+      results.push(result);
+      log(
+        `${pipeline} ${step.contender} commit=${step.commitMs}ms r${step.round}: ${fmt(result.throughput)} rec/s, p50 ${fmt(result.p50Ms)} ms, p99 ${fmt(result.p99Ms)} ms, cpu ${fmt(result.cpuSeconds)} s, rss ${fmt(result.peakRssMb)} MB` +
+          (result.verify ? `, verify ${result.verify.ok ? 'OK' : `FAILED (dup ${result.verify.duplicates}, lost ${result.verify.lost}, mismatches ${result.verify.aggregateMismatches})`}` : '') +
+          (result.error ? `, ERROR ${result.error}` : ''),
+      );
+    }
+  }
+} finally {
+  if (clusterDir) {
+    log('stopping the local broker');
+    await stopLocalCluster(clusterDir);
+  }
+}
+
+// Kafka Streams' aggregates against onceflow exactly_once's, round by round (same input offsets read).
+const agreement: BenchResults['kafkaStreamsAgreement'] = {};
+for (const pipeline of pipelinesToRun) {
+  if (pipeline === 'filter-map') {
+    const counts = results.filter((r) => r.pipeline === pipeline && !r.sweep && (r.contender === 'kafka-streams-eos' || r.contender === 'onceflow-eos')).map((r) => `${r.contender} r${r.round}: ${r.backlogOutputRecords} outputs`);
+    agreement[pipeline] = { compared: counts.length > 0, equal: undefined, detail: counts.join('; ') };
+    continue;
+  }
+  const detail: string[] = [];
+  let equal: boolean | undefined;
+  for (let round = 1; round <= rounds; round++) {
+    const ks = finals.get(`${pipeline}/kafka-streams-eos/${round}`);
+    const of = finals.get(`${pipeline}/onceflow-eos/${round}`);
+    if (!ks || !of) continue;
+    const keys = new Set([...ks.keys(), ...of.keys()].filter((k) => !k.startsWith(PROBE_PREFIX)));
+    const diff = [...keys].filter((k) => ks.get(k) !== of.get(k));
+    equal = (equal ?? true) && diff.length === 0;
+    detail.push(`round ${round}: ${keys.size} keys, ${diff.length} differ${diff.length ? ` (e.g. ${diff.slice(0, 3).map((k) => `${k}: ks=${ks.get(k)} onceflow=${of.get(k)}`).join(', ')})` : ''}`);
+  }
+  agreement[pipeline] = { compared: equal !== undefined, equal, detail: detail.join('; ') };
+}
+
+const summary = summarize(results, pipelinesToRun);
+const date = new Date().toISOString().slice(0, 10);
+const out: BenchResults = {
+  date: new Date().toISOString(),
+  quick,
+  command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
+  machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memGb: Math.round(totalmem() / 2 ** 30), kernel: release() },
+  versions: versions(),
+  settings: { partitions: PARTITIONS, rounds, probeRate, probeSeconds, records: Object.fromEntries(pipelinesToRun.map((p) => [p, recordsFor(p)])), commitIntervalMs: 100, sweepMs: SWEEP_MS, broker: clusterDir ? 'local single broker started by bench' : BOOT },
+  ...summary,
+  kafkaStreamsAgreement: agreement,
+  verifyNotes,
+  runs: results,
+};
+mkdirSync(join('bench', 'results'), { recursive: true });
+const jsonFile = join('bench', 'results', `${date}${quick ? '-quick' : ''}.json`);
+writeFileSync(jsonFile, `${JSON.stringify(out, null, 2)}\n`);
+if (flags.json && flags.json !== jsonFile) writeFileSync(flags.json, `${JSON.stringify(out, null, 2)}\n`);
+const svgFile = join('bench', 'results', `${date}${quick ? '-quick' : ''}.svg`);
+writeFileSync(svgFile, renderSvg(out));
+updateReadme(join('bench', 'README.md'), out, jsonFile, svgFile);
+process.stdout.write(`${renderTable(out)}\n\nresults: ${jsonFile}\nchart:   ${svgFile}\n`);
+
+// ---------------------------------------------------------------------------------------------
+
+function fmt(n: number | undefined): string {
+  if (n === undefined || !Number.isFinite(n)) return '—';
+  return n >= 100 ? String(Math.round(n)) : n.toFixed(n >= 10 ? 1 : 2);
+}
+
+function versions(): BenchResults['versions'] {
+  const java = spawnSync('java', ['-version'], { encoding: 'utf8' }).stderr?.split('\n')[0] ?? 'unknown';
+  const pkg = (path: string) => (JSON.parse(readFileSync(path, 'utf8')) as { version: string }).version;
+  return {
+    node: process.version,
+    java,
+    kafkaBroker: '4.1.1',
+    kafkaStreams: '4.1.1',
+    confluentKafkaJavascript: pkg('node_modules/@confluentinc/kafka-javascript/package.json'),
+    onceflow: pkg('package.json'),
+  };
+}
+
+interface RunOne {
+  pipeline: BenchPipeline;
+  contender: ContenderName;
+  round: number;
+  commitMs: number;
+  sweep: boolean;
+  input: string;
+  appId: string;
+  run: number;
+  builder: TopologyBuilder | undefined;
+}
+
+async function runOne(o: RunOne): Promise<RunResult> {
+  const output = `${o.appId}-out`;
+  const base: Omit<RunResult, 'throughput'> = { pipeline: o.pipeline, contender: o.contender, round: o.round, commitIntervalMs: o.commitMs, sweep: o.sweep, appId: o.appId, inputRecords: 0 };
+
+  return withAdmin(BOOT, async (a: AdminClient) => {
+    // Created up front: the broker does not auto-create, and a copy loop or Kafka Streams would not either.
+    await ensureTopics(a, [{ name: output, partitions: PARTITIONS }, ...internalTopics(o)]);
+    await waitTopicsVisible(a, [output, ...internalTopics(o).map((t) => t.name)]);
+    const ends = await endOffsets(a, o.input);
+    const inputRecords = [...ends.values()].reduce((x, y) => x + y, 0);
+    const reader = new OutputReader(BOOT, output, PARTITIONS);
+    await reader.start();
+
+    const spec = launchSpec(o.contender, { pipeline: o.pipeline, bootstrap: BOOT, input: o.input, output, appId: o.appId, commitIntervalMs: o.commitMs });
+    const startedAt = Date.now();
+    const child = spawn(spec.cmd, spec.args, { env: { ...process.env, ...spec.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const pid = child.pid!;
+    children.add(pid);
+    const errLog = createWriteStream(join(tmpDir, `${o.appId}.err`));
+    child.stderr.pipe(errLog);
+    const events = { committed: 0, committedRecords: 0, aborted: 0, firstCommitAt: undefined as number | undefined, lastCommitAt: undefined as number | undefined, errors: [] as string[] };
+    let buf = '';
+    const outLog = createWriteStream(join(tmpDir, `${o.appId}.out`));
+    child.stdout.on('data', (d: Buffer) => {
+      outLog.write(d);
+      buf += d.toString();
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        try {
+          const e = JSON.parse(line) as { type: string; at?: number; records?: number; reason?: string; message?: string };
+          if (e.type === 'committed') {
+            events.committed++;
+            events.committedRecords += e.records ?? 0;
+            events.firstCommitAt ??= e.at;
+            events.lastCommitAt = e.at;
+          } else if (e.type === 'aborted' || e.type === 'fenced' || e.type === 'error') {
+            events.aborted++;
+            if (events.errors.length < 5) events.errors.push(`${e.type}: ${e.reason ?? e.message ?? ''}`);
+          }
+        } catch {
+          /* not an event line */
+        }
+      }
+    });
+    let exited: number | null | undefined;
+    const exit = new Promise<void>((res) => child.on('exit', (code) => ((exited = code), res())));
+
+    let last: ProcSample | undefined;
+    const sampler = setInterval(() => (last = sampleProc(pid) ?? last), 200);
+    let error: string | undefined;
+
+    // Phase 1: the backlog. Throughput is taken from the group's own commits: from the first poll that
+    // sees any input committed to the poll that sees everything through (see groupProgress).
+    let doneAt: number | undefined;
+    let firstProgress: { at: number; committed: number } | undefined;
+    while (!interrupted && exited === undefined) {
+      const at = Date.now();
+      const pr = await groupProgress(a, o.appId, o.input, ends, repartitionTopics(o)).catch(() => ({ committed: 0, done: false, behind: -1 }));
+      if (pr.committed > 0) firstProgress ??= { at, committed: pr.committed };
+      if (pr.done) {
+        doneAt = at;
+        break;
+      }
+      if (Date.now() - startedAt > runTimeoutMs) {
+        error = `timed out after ${runTimeoutMs / 1000} s with ${pr.behind} records behind`;
+        break;
+      }
+      await sleep(100);
+    }
+    if (exited !== undefined && doneAt === undefined) error = `exited with ${exited} before the end of the input`;
+    // Offsets commit with (or, at least once, after) the outputs: wait for the reader to drain them.
+    const drainUntil = Date.now() + 5000;
+    while (reader.idleMs() < 500 && Date.now() < drainUntil) await sleep(100);
+    const backlogSample = sampleProc(pid) ?? last;
+    const firstVisibleAt = reader.firstVisibleAt;
+    const lastVisibleAt = reader.lastVisibleAt;
+    const backlogOutputRecords = reader.records;
+
+    // Phase 2: probes at a low, even rate into the same input, timed from their timestamp to visibility.
+    let latencies: readonly number[] = [];
+    let probeOutputs = 0;
+    if (doneAt !== undefined && !error && !interrupted) {
+      const producer = await connectProducer({ 'bootstrap.servers': BOOT, 'enable.idempotence': true, 'linger.ms': 0 });
+      const from = Date.now();
+      reader.latencyFrom = from;
+      outLog.write(`${JSON.stringify({ at: from, type: 'bench-probes-start' })}\n`);
+      const total = Math.round(probeRate * probeSeconds);
+      for (let i = 0; i < total && !interrupted; i++) {
+        const due = from + (i * 1000) / probeRate;
+        const wait = due - Date.now();
+        if (wait > 0) await sleep(wait);
+        const r = probeRecord(o.pipeline, o.run, i);
+        producer.produce(o.input, null, Buffer.from(r.value), r.key, Date.now());
+      }
+      await flush(producer, 10_000);
+      await disconnect(producer);
+      const probeEnds = await endOffsets(a, o.input);
+      const until = Date.now() + 30_000;
+      while (Date.now() < until && !interrupted) {
+        const pr = await groupProgress(a, o.appId, o.input, probeEnds, repartitionTopics(o)).catch(() => ({ committed: 0, done: false, behind: -1 }));
+        if (pr.done) break;
+        await sleep(100);
+      }
+      const drain = Date.now() + 5000;
+      while (reader.idleMs() < 1000 && Date.now() < drain) await sleep(100);
+      latencies = reader.latencySamples();
+      probeOutputs = latencies.length;
+    }
+
+    const finalSample = sampleProc(pid) ?? last;
+    clearInterval(sampler);
+    child.kill('SIGTERM');
+    const killTimer = setTimeout(() => child.kill('SIGKILL'), 45_000);
+    await exit;
+    clearTimeout(killTimer);
+    children.delete(pid);
+    await reader.stop();
+
+    const windowMs = firstVisibleAt !== undefined && lastVisibleAt !== undefined ? lastVisibleAt - firstVisibleAt : undefined;
+    const result: RunResult = {
+      ...base,
+      inputRecords,
+      throughput: doneAt !== undefined && firstProgress && doneAt > firstProgress.at ? (inputRecords - firstProgress.committed) / ((doneAt - firstProgress.at) / 1000) : undefined,
+      windowMs: doneAt !== undefined && firstProgress ? doneAt - firstProgress.at : undefined,
+      visibleThroughput: windowMs ? backlogOutputRecords / (windowMs / 1000) : undefined,
+      visibleWindowMs: windowMs,
+      startupMs: firstProgress ? firstProgress.at - startedAt : undefined,
+      backlogOutputRecords,
+      commitEvents: events.committed,
+      commitEventThroughput: events.firstCommitAt !== undefined && events.lastCommitAt !== undefined && events.lastCommitAt > events.firstCommitAt ? events.committedRecords / ((events.lastCommitAt - events.firstCommitAt) / 1000) : undefined,
+      aborted: events.aborted,
+      p50Ms: percentile(latencies, 50),
+      p99Ms: percentile(latencies, 99),
+      maxLatencyMs: percentile(latencies, 100),
+      probeOutputs,
+      cpuSeconds: backlogSample?.cpuSeconds,
+      cpuSecondsTotal: finalSample?.cpuSeconds,
+      cpuMicrosPerRecord: backlogSample && inputRecords ? (backlogSample.cpuSeconds * 1e6) / inputRecords : undefined,
+      peakRssMb: finalSample?.peakRssMb,
+      exitCode: exited ?? null,
+      ...(error ? { error } : {}),
+      ...(events.errors.length ? { events: events.errors } : {}),
+    };
+
+    if (!error && !interrupted) {
+      if (o.contender === 'onceflow-eos' || o.contender === 'onceflow-alos') result.verify = await verifyOnceflow(o, output).catch((e: unknown) => ((verifyNotes.push(`${o.appId}: verify failed to run: ${(e as Error).message}`), undefined)));
+      if (o.pipeline !== 'filter-map' && !o.sweep && (o.contender === 'onceflow-eos' || o.contender === 'kafka-streams-eos')) {
+        const recs = await readTopic(BOOT, output);
+        finals.set(`${o.pipeline}/${o.contender}/${o.round}`, lastByKey(recs, (r) => ({ key: r.key?.toString() ?? '', value: String(JSON.parse(r.value?.toString() ?? 'null')) })));
+      }
+    }
+    return result;
+  });
+}
+
+/** The topics a contender repartitions through, named as each names them. */
+function repartitionTopics(o: RunOne): string[] {
+  if (o.contender === 'kafka-streams-eos') {
+    // Peer.java: Grouped.with("counts"), Repartitioned.as("order-versions"), Grouped.with("customer-paid").
+    const names = o.pipeline === 'word-count' ? ['counts'] : o.pipeline === 'orders' ? ['order-versions', 'customer-paid'] : [];
+    return names.map((n) => `${o.appId}-${n}-repartition`);
+  }
+  if (o.contender === 'limit' || !o.builder) return [];
+  return compile(o.builder, { appId: o.appId }).topics.filter((t) => t.kind === 'repartition').map((t) => t.name);
+}
+
+/**
+ * onceflow's internal topics, created before the worker starts: the worker creates them itself too,
+ * but right after creating them it can find them missing from metadata and exit (TOPIC_MISSING),
+ * which would turn a benchmark run into a start-up race.
+ */
+function internalTopics(o: RunOne): TopicSpec[] {
+  if (!o.builder || !o.contender.startsWith('onceflow')) return [];
+  const compiled = compile(o.builder, { appId: o.appId });
+  const counts = new Map(compiled.topics.filter((t) => t.kind === 'source' && !t.internal).map((t) => [t.name, PARTITIONS]));
+  return compiled
+    .resolvePartitions(counts)
+    .topics.filter((t) => t.internal)
+    .map((t) => ({ name: t.name, partitions: t.partitions ?? 1, compact: t.cleanupPolicy === 'compact' }));
+}
+
+async function waitTopicsVisible(a: AdminClient, names: readonly string[]): Promise<void> {
+  const until = Date.now() + 15_000;
+  while (Date.now() < until) {
+    const have = new Set(await a.listTopics());
+    if (names.every((n) => have.has(n))) {
+      const meta = await a.fetchTopicMetadata({ topics: [...names] }).catch(() => []);
+      if (meta.length === names.length && meta.every((m) => m.partitions.length > 0)) return;
+    }
+    await sleep(200);
+  }
+}
+
+async function verifyOnceflow(o: RunOne, output: string): Promise<VerifyReport | undefined> {
+  if (!o.builder) return undefined;
+  const compiled = compile(o.builder, { appId: o.appId });
+  const repartition = compiled.topics.filter((t) => t.kind === 'repartition').map((t) => t.name);
+  const model = modelFor(o.pipeline);
+  return verify({
+    bootstrap: BOOT,
+    inputTopic: o.input,
+    lineageTopics: [...repartition, output],
+    ...(model.expectedFinal ? { resultTopic: output } : {}),
+    deadLetterTopic: compiled.deadLetterTopic,
+    model,
+  });
+}
+

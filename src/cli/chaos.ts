@@ -1,0 +1,43 @@
+import { writeFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { runChaos } from '../verify/chaos.ts';
+import type { PipelineName } from '../verify/pipelines.ts';
+
+export function registerChaos(program: Command): void {
+  program
+    .command('chaos')
+    .description('kill replicas (and the broker) while they process, then verify the committed output')
+    .option('--records <n>', 'input records', '20000')
+    .option('--replicas <n>', 'worker replicas', '3')
+    .option('--kills <n>', 'SIGKILLs of a random replica', '5')
+    .option('--broker-restarts <n>', 'broker restarts (SIGKILL + start)', '0')
+    .option('--scale', 'add a replica and remove one mid-run')
+    .option('--poison <n>', 'malformed records to inject', '0')
+    .option('--seed <n>', 'fixes the input and the kill schedule', '42')
+    .option('--guarantee <g>', 'exactly_once | at_least_once', 'exactly_once')
+    .option('--topology <name>', 'orders | word-count', 'orders')
+    .option('--feed-ms <ms>', 'how long the input keeps arriving', '20000')
+    .option('--bootstrap <servers>', 'use a running broker instead of starting one')
+    .option('--json <file>', 'write the result as JSON')
+    .action(async (o: Record<string, string | boolean | undefined>) => {
+      const result = await runChaos({
+        records: Number(o.records),
+        replicas: Number(o.replicas),
+        kills: Number(o.kills),
+        brokerRestarts: Number(o.brokerRestarts),
+        scale: o.scale === true,
+        poison: Number(o.poison),
+        seed: Number(o.seed),
+        guarantee: o.guarantee as 'exactly_once' | 'at_least_once',
+        pipeline: o.topology as PipelineName,
+        feedMs: Number(o.feedMs),
+        ...(typeof o.bootstrap === 'string' ? { bootstrap: o.bootstrap } : {}),
+        log: (line) => console.error(`chaos: ${line}`),
+      });
+      const { verify: report, ...summary } = result;
+      const json = JSON.stringify({ ...summary, examples: report.examples }, null, 2);
+      if (typeof o.json === 'string') writeFileSync(o.json, json);
+      console.log(json);
+      if (!result.ok && result.guarantee === 'exactly_once') process.exitCode = 1;
+    });
+}

@@ -1,0 +1,184 @@
+import { Option, type Command } from 'commander';
+import { compile } from '../graph/compile.ts';
+import type { CompiledTopology } from '../graph/compiled.ts';
+import type { CompiledNode } from '../graph/types.ts';
+import { STAGE_KINDS } from '../dsl/nodes.ts';
+import { loadTopology } from '../dsl/load.ts';
+
+export type DescribeFormat = 'text' | 'json' | 'mermaid';
+
+export const DESCRIBE_FORMATS: readonly DescribeFormat[] = ['text', 'json', 'mermaid'];
+
+/** The JSON shape of `describe --json`; stable, so tools may parse it. */
+export interface TopologyDescription {
+  readonly appId: string;
+  readonly sourceFile?: string;
+  readonly deadLetterTopic: string;
+  readonly retry: { readonly maxAttempts: number; readonly initialBackoffMs: number; readonly maxBackoffMs: number };
+  readonly totalRetryBudgetMs: number;
+  readonly subtopologies: readonly {
+    readonly id: number;
+    readonly nodes: readonly {
+      readonly name: string;
+      readonly kind: string;
+      readonly role: 'source' | 'processor' | 'sink';
+      readonly topic?: string;
+      readonly stores: readonly string[];
+      readonly predecessors: readonly string[];
+      readonly successors: readonly string[];
+      readonly boundary: 'transactional' | 'external';
+      readonly eos: string;
+      readonly keySerde?: string;
+      readonly valueSerde?: string;
+    }[];
+  }[];
+  readonly stores: readonly { readonly name: string; readonly kind: string; readonly node: string; readonly subtopology: number; readonly changelogTopic: string; readonly window?: { readonly type: string; readonly sizeMs: number; readonly advanceMs: number; readonly graceMs: number; readonly emitFinal: boolean } }[];
+  readonly topics: CompiledTopology['topics'];
+}
+
+function roleOf(n: CompiledNode): 'source' | 'processor' | 'sink' {
+  return STAGE_KINDS[n.kind].role;
+}
+
+export function describeJson(c: CompiledTopology): TopologyDescription {
+  return {
+    appId: c.appId,
+    ...(c.sourceFile !== undefined ? { sourceFile: c.sourceFile } : {}),
+    deadLetterTopic: c.deadLetterTopic,
+    retry: { ...c.retry },
+    totalRetryBudgetMs: c.totalRetryBudgetMs(),
+    subtopologies: c.subtopologies.map((s) => ({
+      id: s.id,
+      nodes: s.nodes.map((n) => ({
+        name: n.name,
+        kind: n.kind,
+        role: roleOf(n),
+        ...(n.topic !== undefined ? { topic: n.topic } : {}),
+        stores: n.stores,
+        predecessors: n.parents,
+        successors: n.children,
+        boundary: n.boundary,
+        eos: n.boundaryText,
+        ...(n.keySerde ? { keySerde: n.keySerde.name } : {}),
+        ...(n.valueSerde ? { valueSerde: n.valueSerde.name } : {}),
+      })),
+    })),
+    stores: [...c.stores.values()].map((s) => ({
+      name: s.name,
+      kind: s.kind,
+      node: s.node,
+      subtopology: s.subtopology,
+      changelogTopic: s.changelogTopic,
+      ...(s.window ? { window: { type: s.window.type, sizeMs: s.window.sizeMs, advanceMs: s.window.advanceMs, graceMs: s.window.graceMs, emitFinal: s.window.emitFinal } } : {}),
+    })),
+    topics: c.topics,
+  };
+}
+
+/** Kafka Streams' Topology#describe() layout, plus stores, topics and each node's EOS boundary. */
+export function describeText(c: CompiledTopology): string {
+  const lines: string[] = [];
+  lines.push(`Topology: ${c.appId}${c.sourceFile !== undefined ? ` (${c.sourceFile})` : ''}`);
+  lines.push('Topologies:');
+  for (const s of c.subtopologies) {
+    lines.push(`   Sub-topology: ${s.id}`);
+    for (const n of s.nodes) {
+      const role = roleOf(n);
+      const eos = `[${n.boundaryText}]`;
+      if (role === 'source') lines.push(`    Source: ${n.name} (topics: [${n.topic}]) ${eos}`);
+      else if (role === 'sink') lines.push(`    Sink: ${n.name} (topic: ${n.kind === 'deadLetter' ? c.deadLetterTopic : n.topic}) ${eos}`);
+      else lines.push(`    Processor: ${n.name} (${n.kind}, stores: [${n.stores.join(', ')}]) ${eos}`);
+      if (n.children.length > 0) lines.push(`      --> ${n.children.join(', ')}`);
+      if (n.parents.length > 0) lines.push(`      <-- ${n.parents.join(', ')}`);
+    }
+  }
+  lines.push('Stores:');
+  if (c.stores.size === 0) lines.push('  (none)');
+  for (const s of c.stores.values()) {
+    const w = s.window ? `, ${s.window.type} window size ${s.window.sizeMs}ms advance ${s.window.advanceMs}ms grace ${s.window.graceMs}ms${s.window.emitFinal ? ', emit final' : ''}` : '';
+    lines.push(`  ${s.name} (${s.kind}, node ${s.node}, sub-topology ${s.subtopology}, changelog ${s.changelogTopic}${w})`);
+  }
+  lines.push('Topics:');
+  for (const t of c.topics) {
+    const parts = [t.kind, t.internal ? 'internal' : 'external', `cleanup.policy=${t.cleanupPolicy}`];
+    if (t.partitions !== undefined) parts.push(`partitions=${t.partitions}`);
+    else if (t.subtopology !== undefined) parts.push(`partitions=tasks of sub-topology ${t.subtopology}`);
+    lines.push(`  ${t.name} (${parts.join(', ')})`);
+  }
+  return lines.join('\n');
+}
+
+function mermaidLabel(s: string): string {
+  return s.replace(/"/g, '#quot;');
+}
+
+export function describeMermaid(c: CompiledTopology): string {
+  const lines = ['flowchart LR'];
+  const ids = new Map<string, string>();
+  let i = 0;
+  for (const n of c.nodes.values()) ids.set(n.name, `n${i++}`);
+  const topicIds = new Map<string, string>();
+  const topicId = (t: string): string => topicIds.get(t) ?? topicIds.set(t, `t${topicIds.size}`).get(t)!;
+  const external: string[] = [];
+  for (const s of c.subtopologies) {
+    lines.push(`  subgraph sub${s.id}["Sub-topology ${s.id}"]`);
+    for (const n of s.nodes) {
+      const id = ids.get(n.name)!;
+      const extra = n.stores.length > 0 ? `<br/>stores: ${n.stores.join(', ')}` : '';
+      const eos = n.boundary === 'external' ? '<br/>outside the transaction: at-least-once' : '';
+      lines.push(`    ${id}["${mermaidLabel(n.name)}<br/>${n.kind}${extra}${eos}"]`);
+      if (n.boundary === 'external') external.push(id);
+    }
+    lines.push('  end');
+  }
+  for (const t of c.topics) lines.push(`  ${topicId(t.name)}[("${mermaidLabel(t.name)}")]`);
+  for (const n of c.nodes.values()) {
+    const id = ids.get(n.name)!;
+    const role = roleOf(n);
+    if (role === 'source') lines.push(`  ${topicId(n.topic!)} --> ${id}`);
+    if (n.kind === 'deadLetter') lines.push(`  ${id} --> ${topicId(c.deadLetterTopic)}`);
+    else if (role === 'sink') lines.push(`  ${id} --> ${topicId(n.topic!)}`);
+    for (const ch of n.children) lines.push(`  ${id} --> ${ids.get(ch)!}`);
+    for (const st of n.stores) lines.push(`  ${id} -.-> ${topicId(c.stores.get(st)!.changelogTopic)}`);
+  }
+  lines.push('  classDef atLeastOnce stroke-dasharray: 5 5,stroke:#d33');
+  if (external.length > 0) lines.push(`  class ${external.join(',')} atLeastOnce`);
+  return lines.join('\n');
+}
+
+export function describeTopology(compiled: CompiledTopology, format: DescribeFormat): string {
+  switch (format) {
+    case 'json':
+      return JSON.stringify(describeJson(compiled), null, 2);
+    case 'mermaid':
+      return describeMermaid(compiled);
+    case 'text':
+      return describeText(compiled);
+  }
+}
+
+export interface DescribeFlags {
+  readonly json?: boolean;
+  readonly format?: DescribeFormat;
+  readonly appId?: string;
+}
+
+export async function describeFile(file: string, flags: DescribeFlags): Promise<string> {
+  const builder = await loadTopology(file);
+  const compiled = compile(builder, flags.appId !== undefined ? { appId: flags.appId } : {});
+  return describeTopology(compiled, flags.json ? 'json' : (flags.format ?? 'text'));
+}
+
+/** `write` defaults to stdout; tests pass their own. */
+export function registerDescribe(program: Command, io: { readonly write?: (text: string) => void } = {}): void {
+  const write = io.write ?? ((text: string) => void process.stdout.write(text));
+  program
+    .command('describe <file>')
+    .description('print the compiled topology: sub-topologies, stores, topics and where exactly-once ends')
+    .option('--json', 'same as --format json')
+    .addOption(new Option('--format <format>', 'output format').choices([...DESCRIBE_FORMATS]).default('text'))
+    .option('--app-id <id>', "overrides the topology's app id (changes internal topic names)")
+    .action(async (file: string, flags: DescribeFlags) => {
+      write(`${await describeFile(file, flags)}\n`);
+    });
+}

@@ -1,0 +1,59 @@
+import type { Command } from 'commander';
+import { compile } from '../graph/compile.ts';
+import { loadTopology } from '../dsl/load.ts';
+import { Worker, type WorkerEvent } from '../runtime/worker.ts';
+import { attachLogging, createLogger, startObservability, type ObservabilityServer } from '../observability/index.ts';
+import { addConfigOptions, configFlagsFrom, type ConfigCommandOptions } from './config.ts';
+import { resolveRuntimeOptions, resolveWorkerConfigInput, type RuntimeFlags } from './config-sources.ts';
+
+interface RunOptions extends ConfigCommandOptions, RuntimeFlags {
+  readonly events?: boolean;
+}
+
+/** Compiles a topology file into a worker; the config comes from flags over env over a file. */
+export async function workerForFile(file: string, opts: RunOptions, env: NodeJS.ProcessEnv = process.env): Promise<Worker> {
+  const builder = await loadTopology(file);
+  const input = resolveWorkerConfigInput({ ...(opts.config ? { file: opts.config } : {}), env, flags: configFlagsFrom(opts) });
+  const topology = compile(builder, input.appId ? { appId: input.appId } : {});
+  return new Worker(topology, input);
+}
+
+export function registerRun(program: Command): void {
+  const command = program
+    .command('run <topology>')
+    .description('run a topology file as one worker replica (replicas share the app id; give each its own --instance-id)')
+    .option('--http-port <port>', 'serve /metrics, /healthz and /readyz on this port (env ONCEFLOW_HTTP_PORT)')
+    .option('--log-level <level>', 'trace | debug | info | warn | error (env ONCEFLOW_LOG_LEVEL)')
+    .option('--log-format <format>', 'json | pretty (env ONCEFLOW_LOG_FORMAT; default pretty on a terminal)')
+    .option('--events', 'print each lifecycle event (commits included) as a JSON line on stdout');
+  addConfigOptions(command).action(async (file: string, opts: RunOptions) => {
+    const runtime = resolveRuntimeOptions(process.env, opts, process.stderr.isTTY);
+    const worker = await workerForFile(file, opts);
+    // Logs go to stderr so that stdout stays a clean stream of events for tools.
+    const logging = attachLogging(worker, createLogger({ level: runtime.logLevel, pretty: runtime.logFormat === 'pretty', destination: process.stderr }));
+    if (opts.events) worker.on('event', (e: WorkerEvent) => process.stdout.write(`${JSON.stringify({ at: Date.now(), ...e })}\n`));
+    let observability: ObservabilityServer | undefined;
+    if (runtime.httpPort !== undefined) observability = await startObservability(worker, { port: runtime.httpPort, dlqThreshold: runtime.dlqThreshold });
+    let signalled = false;
+    const shutdown = (signal: string) => {
+      if (signalled) return;
+      signalled = true;
+      if (opts.events) process.stdout.write(`${JSON.stringify({ at: Date.now(), type: 'shutdown', signal })}\n`);
+      // Bounded: a stuck broker must not keep a terminated pod alive forever.
+      setTimeout(() => process.exit(1), worker.config.shutdownTimeoutMs + 5_000).unref();
+      void worker.stop();
+    };
+    process.on('SIGTERM', () => shutdown('SIGTERM'));
+    process.on('SIGINT', () => shutdown('SIGINT'));
+    try {
+      await worker.start();
+      await worker.done();
+    } catch (e) {
+      observability?.readiness.markFatal(e instanceof Error ? e.message : String(e));
+      throw e;
+    } finally {
+      logging.flush();
+      await observability?.close();
+    }
+  });
+}

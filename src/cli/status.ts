@@ -1,0 +1,185 @@
+import type { Command } from 'commander';
+import { KafkaJS } from '@confluentinc/kafka-javascript';
+import { OnceflowError } from '../errors.ts';
+import { withAdmin, type AdminClient } from '../kafka/admin.ts';
+import { parseWorkerConfig } from '../runtime/config.ts';
+import { resolveConfigSources, type ConfigFlags } from './config-sources.ts';
+
+export class StatusError extends OnceflowError {
+  readonly code = 'GROUP_NOT_FOUND';
+  constructor(readonly groupId: string) {
+    super(`consumer group ${groupId} has no members and no committed offsets: is the app id right, and has a worker ever committed?`);
+  }
+}
+
+export interface MemberStatus {
+  readonly memberId: string;
+  readonly clientId: string;
+  readonly host: string;
+  readonly partitions: readonly string[];
+}
+
+export interface PartitionStatus {
+  readonly topic: string;
+  readonly partition: number;
+  /** Next offset the group reads; undefined = nothing committed (a new owner starts at the earliest record). */
+  readonly committed: number | undefined;
+  /** Last stable offset (read_committed end): what a worker can read now. */
+  readonly end: number;
+  readonly lag: number | undefined;
+  readonly clientId: string | undefined;
+  readonly host: string | undefined;
+}
+
+export interface GroupStatus {
+  readonly groupId: string;
+  readonly state: string;
+  readonly members: readonly MemberStatus[];
+  readonly partitions: readonly PartitionStatus[];
+}
+
+const STATES: Readonly<Record<number, string>> = { 0: 'Unknown', 1: 'PreparingRebalance', 2: 'CompletingRebalance', 3: 'Stable', 4: 'Dead', 5: 'Empty' };
+
+/**
+ * Members, assignment, committed and end offsets of one application's consumer group. End offsets
+ * are read_committed: on a transactional topic the last offset is a commit marker no consumer
+ * ever returns, so a fully caught-up group still shows a lag of 1 per partition written by transactions.
+ */
+export async function groupStatus(admin: AdminClient, groupId: string): Promise<GroupStatus> {
+  const described = (await admin.describeGroups([groupId])).groups[0];
+  const members: MemberStatus[] = (described?.members ?? []).map((m) => ({
+    memberId: m.memberId,
+    clientId: m.clientId,
+    host: m.clientHost.replace(/^\//, ''),
+    partitions: (m.assignment?.topicPartitions ?? []).map((tp) => `${tp.topic}-${tp.partition}`),
+  }));
+  const owner = new Map<string, MemberStatus>();
+  for (const m of members) for (const p of m.partitions) owner.set(p, m);
+
+  const committed = new Map<string, number>();
+  const topics = new Set<string>();
+  for (const t of await admin.fetchOffsets({ groupId, requireStableOffsets: true })) {
+    topics.add(t.topic);
+    for (const p of t.partitions) if (Number(p.offset) >= 0) committed.set(`${t.topic}-${p.partition}`, Number(p.offset));
+  }
+  for (const m of described?.members ?? []) for (const tp of m.assignment?.topicPartitions ?? []) topics.add(tp.topic);
+
+  const partitions: PartitionStatus[] = [];
+  for (const topic of [...topics].sort()) {
+    const ends = await admin.fetchTopicOffsets(topic, { isolationLevel: KafkaJS.IsolationLevel.READ_COMMITTED });
+    for (const e of ends.sort((a, b) => a.partition - b.partition)) {
+      const key = `${topic}-${e.partition}`;
+      const at = committed.get(key);
+      const end = Number(e.offset);
+      const m = owner.get(key);
+      partitions.push({ topic, partition: e.partition, committed: at, end, lag: at === undefined ? undefined : Math.max(0, end - at), clientId: m?.clientId, host: m?.host });
+    }
+  }
+  return { groupId, state: STATES[described?.state ?? 0] ?? String(described?.state), members, partitions };
+}
+
+function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}
+
+export function formatStatus(s: GroupStatus): string {
+  const totalLag = s.partitions.reduce((n, p) => n + (p.lag ?? 0), 0);
+  const out = [`group ${s.groupId}  state ${s.state}  members ${s.members.length}  partitions ${s.partitions.length}  total lag ${totalLag}`, ''];
+  if (s.members.length > 0) {
+    out.push(table(['MEMBER', 'CLIENT ID', 'HOST', 'PARTITIONS'], s.members.map((m) => [m.memberId, m.clientId, m.host, String(m.partitions.length)])), '');
+  }
+  const dash = (v: number | string | undefined) => (v === undefined ? '-' : String(v));
+  out.push(table(['TOPIC', 'PARTITION', 'COMMITTED', 'END', 'LAG', 'CLIENT ID', 'HOST'], s.partitions.map((p) => [p.topic, String(p.partition), dash(p.committed), String(p.end), dash(p.lag), dash(p.clientId), dash(p.host)])));
+  return `${out.join('\n')}\n`;
+}
+
+export interface WatchOptions {
+  readonly intervalMs?: number;
+  readonly signal: AbortSignal;
+  onUpdate(status: GroupStatus): void;
+  /** A refresh that fails (a broker restarting) is reported and retried, not fatal. */
+  onError?(error: unknown): void;
+}
+
+/** Refreshes until the signal aborts, with one admin connection for all refreshes. */
+export async function watchStatus(admin: AdminClient, groupId: string, options: WatchOptions): Promise<void> {
+  const interval = options.intervalMs ?? 2_000;
+  while (!options.signal.aborted) {
+    try {
+      options.onUpdate(await groupStatus(admin, groupId));
+    } catch (e) {
+      options.onError?.(e);
+    }
+    if (options.signal.aborted) break;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, interval);
+      options.signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        resolve();
+      }, { once: true });
+    });
+  }
+}
+
+export interface StatusIo {
+  out(text: string): void;
+  /** Stops --watch; default: SIGINT / SIGTERM. */
+  readonly signal?: AbortSignal;
+}
+
+interface StatusFlags {
+  appId?: string;
+  bootstrap?: string;
+  config?: string;
+  kafka?: string[];
+  watch?: boolean;
+  json?: boolean;
+}
+
+export function registerStatus(program: Command, io: StatusIo = { out: (t) => process.stdout.write(t) }): void {
+  program
+    .command('status')
+    .description("an application's consumer group: members, assigned partitions, committed and end offsets, lag")
+    .option('--app-id <id>', 'the application (its consumer group id; env ONCEFLOW_APP_ID)')
+    .option('--bootstrap <servers>', 'Kafka bootstrap servers (env ONCEFLOW_BOOTSTRAP)')
+    .option('--config <file>', 'YAML or JSON config file')
+    .option('--kafka <key=value>', 'librdkafka option, repeatable', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--watch', 'refresh every 2 s until interrupted')
+    .option('--json', 'print the status as JSON')
+    .action(async (opts: StatusFlags) => {
+      const flags: ConfigFlags = {
+        ...(opts.appId !== undefined ? { appId: opts.appId } : {}),
+        ...(opts.bootstrap !== undefined ? { bootstrap: opts.bootstrap } : {}),
+        ...(opts.kafka !== undefined ? { kafka: opts.kafka } : {}),
+      };
+      // Same layering and validation as the worker, so status connects exactly as the worker does.
+      const config = parseWorkerConfig(resolveConfigSources({ ...(opts.config !== undefined ? { file: opts.config } : {}), env: process.env, flags }).input);
+      const render = (s: GroupStatus) => (opts.json ? `${JSON.stringify(s)}\n` : formatStatus(s));
+      await withAdmin(
+        config.bootstrap,
+        async (admin) => {
+          if (!opts.watch) {
+            const s = await groupStatus(admin, config.appId);
+            if (s.members.length === 0 && s.partitions.length === 0) throw new StatusError(config.appId);
+            io.out(render(s));
+            return;
+          }
+          let signal = io.signal;
+          if (!signal) {
+            const ac = new AbortController();
+            process.once('SIGINT', () => ac.abort());
+            process.once('SIGTERM', () => ac.abort());
+            signal = ac.signal;
+          }
+          await watchStatus(admin, config.appId, {
+            signal,
+            onUpdate: (s) => io.out(`${opts.json ? '' : '\u001b[2J\u001b[H'}${render(s)}${opts.json ? '' : `\n(refreshed ${new Date().toISOString()}; Ctrl-C to stop)\n`}`),
+            onError: (e) => io.out(`status refresh failed: ${e instanceof Error ? e.message : String(e)}\n`),
+          });
+        },
+        config.kafka,
+      );
+    });
+}

@@ -1,0 +1,310 @@
+import type { Serde } from '../serdes/serde.ts';
+import type { KeyValueFn, NodeDef, StageSpec, ValueFn } from './nodes.ts';
+import type {
+  AggregateOptions,
+  CountOptions,
+  DeadLetterOptions,
+  DedupeOptions,
+  EffectContext,
+  EffectOptions,
+  GroupByKeyOptions,
+  GroupByOptions,
+  KeySerdeOptions,
+  KeyValue,
+  KeyValueSerdeOptions,
+  LatestByVersionOptions,
+  NamedOptions,
+  ReduceOptions,
+  SerdeFor,
+  SinkOptions,
+  SourceOptions,
+  TopologyOptions,
+  ValueSerdeOptions,
+  Windowed,
+  WindowSpec,
+} from './types.ts';
+import { windowedSerde } from '../state/windowed.ts';
+import { countSerde } from '../state/internal-serdes.ts';
+
+/** Lets loadTopology recognise a builder even if it came from another copy of this module. */
+export const TOPOLOGY_BUILDER_BRAND: unique symbol = Symbol.for('onceflow.TopologyBuilder') as never;
+
+type AnySerde = Serde<unknown>;
+/** Accepting `Serde<T | null>` for T is a typing convenience; at run time the serde is the same object. */
+const sd = (s: SerdeFor<unknown> | undefined): never => s as never;
+const COUNT_INIT = (): number => 0;
+const COUNT_FN = (_k: unknown, _v: unknown, agg: unknown): number => (agg as number) + 1;
+const NO_INIT = (): undefined => undefined;
+
+/**
+ * Records the topology as an append-only list of nodes. Streams are immutable handles on a node:
+ * every operation appends a node and returns a new handle, so a stream can feed several branches.
+ * Building does no I/O; `compile` validates and plans.
+ */
+export class TopologyBuilder {
+  readonly [TOPOLOGY_BUILDER_BRAND] = true;
+  readonly #nodes: NodeDef[] = [];
+  #options: TopologyOptions;
+
+  constructor(options: TopologyOptions) {
+    this.#options = { ...options };
+  }
+
+  get options(): TopologyOptions {
+    return this.#options;
+  }
+
+  /** The node list, in creation order. */
+  get nodes(): readonly NodeDef[] {
+    return this.#nodes;
+  }
+
+  /** Records the file the topology came from, for error messages. */
+  setSourceFile(file: string): void {
+    this.#options = { ...this.#options, sourceFile: file };
+  }
+
+  stream<K, V>(topic: string, opts: SourceOptions<K, V> & { readonly key: Serde<K> }): Stream<K, V>;
+  stream<V>(topic: string, opts: SourceOptions<null, V>): Stream<null, V>;
+  stream<K, V>(topic: string, opts: SourceOptions<K, V>): Stream<K, V> {
+    const spec: StageSpec = opts.timestamp
+      ? { kind: 'source', topic, timestamp: opts.timestamp as (v: unknown, k: unknown, ts: number) => number }
+      : { kind: 'source', topic };
+    const index = this.addNode(spec, [], opts.name, sd(opts.key) as AnySerde | undefined, sd(opts.value) as AnySerde);
+    return new Stream<K, V>(this, index, sd(opts.key), sd(opts.value));
+  }
+
+  /** @internal */
+  addNode(spec: StageSpec, parents: readonly number[], userName: string | undefined, keySerde: AnySerde | undefined, valueSerde: AnySerde | undefined): number {
+    const index = this.#nodes.length;
+    const def: NodeDef = { index, spec, parents, ...(userName !== undefined ? { userName } : {}), ...(keySerde ? { keySerde } : {}), ...(valueSerde ? { valueSerde } : {}) };
+    this.#nodes.push(Object.freeze(def));
+    return index;
+  }
+}
+
+export function isTopologyBuilder(x: unknown): x is TopologyBuilder {
+  return typeof x === 'object' && x !== null && (x as { [TOPOLOGY_BUILDER_BRAND]?: unknown })[TOPOLOGY_BUILDER_BRAND] === true;
+}
+
+/** A record stream with keys K and values V. */
+export class Stream<K, V> {
+  /** @internal */
+  constructor(
+    readonly builder: TopologyBuilder,
+    readonly nodeIndex: number,
+    readonly keySerde: Serde<K> | undefined,
+    readonly valueSerde: Serde<V> | undefined,
+  ) {}
+
+  #next<K2, V2>(spec: StageSpec, opts: NamedOptions | undefined, key: Serde<K2> | undefined, value: Serde<V2> | undefined, extraParents: readonly number[] = []): Stream<K2, V2> {
+    const index = this.builder.addNode(spec, [this.nodeIndex, ...extraParents], opts?.name, key as AnySerde | undefined, value as AnySerde | undefined);
+    return new Stream<K2, V2>(this.builder, index, key, value);
+  }
+
+  filter(predicate: (value: V, key: K) => boolean, opts?: NamedOptions): Stream<K, V> {
+    return this.#next({ kind: 'filter', fn: predicate as ValueFn, negate: false }, opts, this.keySerde, this.valueSerde);
+  }
+
+  filterNot(predicate: (value: V, key: K) => boolean, opts?: NamedOptions): Stream<K, V> {
+    return this.#next({ kind: 'filter', fn: predicate as ValueFn, negate: true }, opts, this.keySerde, this.valueSerde);
+  }
+
+  map<K2, V2>(fn: (key: K, value: V) => KeyValue<K2, V2>, opts?: KeyValueSerdeOptions<K2, V2>): Stream<K2, V2> {
+    return this.#next({ kind: 'map', fn: fn as KeyValueFn }, opts, sd(opts?.key), sd(opts?.value));
+  }
+
+  mapValues<W>(fn: (value: V, key: K) => W, opts?: ValueSerdeOptions<W>): Stream<K, W> {
+    return this.#next({ kind: 'mapValues', fn: fn as ValueFn }, opts, this.keySerde, sd(opts?.value));
+  }
+
+  flatMap<K2, V2>(fn: (key: K, value: V) => Iterable<KeyValue<K2, V2>>, opts?: KeyValueSerdeOptions<K2, V2>): Stream<K2, V2> {
+    return this.#next({ kind: 'flatMap', fn: fn as KeyValueFn }, opts, sd(opts?.key), sd(opts?.value));
+  }
+
+  flatMapValues<W>(fn: (value: V, key: K) => Iterable<W>, opts?: ValueSerdeOptions<W>): Stream<K, W> {
+    return this.#next({ kind: 'flatMapValues', fn: fn as ValueFn }, opts, this.keySerde, sd(opts?.value));
+  }
+
+  selectKey<K2>(fn: (key: K, value: V) => K2, opts?: KeySerdeOptions<K2>): Stream<K2, V> {
+    return this.#next({ kind: 'selectKey', fn: fn as KeyValueFn }, opts, sd(opts?.key), this.valueSerde);
+  }
+
+  /** Routes each record to the first branch whose predicate holds; others go to `default` if named, else are dropped. */
+  branch<N extends string, D extends string = never>(
+    predicates: { readonly [P in N]: (value: V, key: K) => boolean },
+    opts?: NamedOptions & { readonly default?: D },
+  ): { readonly [P in N | D]: Stream<K, V> } {
+    const entries = Object.entries(predicates) as [string, (value: V, key: K) => boolean][];
+    const branches = entries.map(([name, fn]) => ({ name, fn: fn as ValueFn }));
+    if (opts?.default !== undefined) branches.push({ name: opts.default, fn: () => true });
+    const branchNode = this.#next<K, V>({ kind: 'branch', branches }, opts, this.keySerde, this.valueSerde);
+    const out: Record<string, Stream<K, V>> = {};
+    for (const b of branches) {
+      const idx = this.builder.addNode({ kind: 'branchChild', branch: b.name }, [branchNode.nodeIndex], undefined, this.keySerde as AnySerde | undefined, this.valueSerde as AnySerde | undefined);
+      out[b.name] = new Stream<K, V>(this.builder, idx, this.keySerde, this.valueSerde);
+    }
+    return out as { readonly [P in N | D]: Stream<K, V> };
+  }
+
+  merge(other: Stream<K, V>, opts?: NamedOptions): Stream<K, V> {
+    const key = other.keySerde === this.keySerde ? this.keySerde : undefined;
+    const value = other.valueSerde === this.valueSerde ? this.valueSerde : undefined;
+    return this.#next({ kind: 'merge' }, opts, key, value, [other.nodeIndex]);
+  }
+
+  peek(fn: (value: V, key: K) => void, opts?: NamedOptions): Stream<K, V> {
+    return this.#next({ kind: 'peek', fn: fn as ValueFn }, opts, this.keySerde, this.valueSerde);
+  }
+
+  /**
+   * Inbox pattern kept inside Kafka: remembers each id (with the stream time it was first seen) in a
+   * changelogged store and drops records whose id was seen less than `ttlMs` ago.
+   */
+  dedupe(idFn: (value: V, key: K) => string, opts: DedupeOptions): Stream<K, V> {
+    const spec: StageSpec = { kind: 'dedupe', fn: idFn as ValueFn, ttlMs: opts.ttlMs, ...(opts.store !== undefined ? { store: opts.store } : {}) };
+    return this.#next(spec, opts, this.keySerde, this.valueSerde);
+  }
+
+  /** Version guard: passes a record only if its version is greater than the last one passed for its key. */
+  latestByVersion(versionFn: (value: V, key: K) => number, opts?: LatestByVersionOptions): Stream<K, V> {
+    const spec: StageSpec = { kind: 'latestByVersion', fn: versionFn as ValueFn, ...(opts?.store !== undefined ? { store: opts.store } : {}) };
+    return this.#next(spec, opts, this.keySerde, this.valueSerde);
+  }
+
+  /**
+   * A side effect outside Kafka (HTTP call, database write). It is at-least-once: after a crash or an
+   * aborted transaction it runs again with the same idempotency key, which the target must dedupe on.
+   */
+  effect(name: string, fn: (value: V, ctx: EffectContext<K>) => Promise<unknown>, opts?: EffectOptions<K, V>): Stream<K, V> {
+    const spec: StageSpec = {
+      kind: 'effect',
+      fn: fn as (value: unknown, ctx: EffectContext<unknown>) => Promise<unknown>,
+      ...(opts?.idempotencyKey ? { idempotencyKey: opts.idempotencyKey as ValueFn } : {}),
+      ...(opts?.retry ? { retry: opts.retry } : {}),
+    };
+    return this.#next(spec, { name }, this.keySerde, this.valueSerde);
+  }
+
+  groupByKey(opts?: GroupByKeyOptions<K, V>): GroupedStream<K, V> {
+    return new GroupedStream<K, V>(this.builder, this.nodeIndex, sd(opts?.key) ?? this.keySerde, sd(opts?.value) ?? this.valueSerde);
+  }
+
+  groupBy<K2>(fn: (key: K, value: V) => K2, opts: GroupByOptions<K2, V>): GroupedStream<K2, V> {
+    const value = sd(opts.value) ?? this.valueSerde;
+    const key = sd(opts.key)!;
+    const s = this.#next<K2, V>({ kind: 'groupBy', fn: fn as KeyValueFn }, opts, key, value);
+    return new GroupedStream<K2, V>(this.builder, s.nodeIndex, key, value);
+  }
+
+  to(topic: string, opts?: SinkOptions<K, V>): void {
+    this.#next({ kind: 'sink', topic }, opts, sd(opts?.key) ?? this.keySerde, sd(opts?.value) ?? this.valueSerde);
+  }
+
+  /** Sends the input record that produced each record of this stream to the dead-letter topic. */
+  toDeadLetter(opts?: DeadLetterOptions): void {
+    const spec: StageSpec = opts?.reason !== undefined ? { kind: 'deadLetter', reason: opts.reason } : { kind: 'deadLetter' };
+    this.#next(spec, opts, this.keySerde, this.valueSerde);
+  }
+}
+
+/** Shared by grouped and windowed-grouped streams: records the aggregate node. */
+abstract class Grouping<K, V> {
+  /** @internal */
+  constructor(
+    readonly builder: TopologyBuilder,
+    readonly nodeIndex: number,
+    readonly keySerde: Serde<K> | undefined,
+    readonly valueSerde: Serde<V> | undefined,
+    readonly window: WindowSpec | undefined,
+  ) {}
+
+  protected addAggregate<KO, A>(
+    mode: 'aggregate' | 'reduce' | 'count',
+    init: () => unknown,
+    fn: (key: unknown, value: unknown, agg: unknown) => unknown,
+    state: Serde<A> | undefined,
+    opts: (NamedOptions & { readonly store?: string }) | undefined,
+  ): Table<KO, A> {
+    const spec: StageSpec = {
+      kind: 'aggregate',
+      mode,
+      init,
+      fn,
+      ...(state ? { stateSerde: state as AnySerde } : {}),
+      ...(this.window ? { window: this.window } : {}),
+      ...(this.keySerde ? { groupKeySerde: this.keySerde as AnySerde } : {}),
+      ...(this.valueSerde ? { groupValueSerde: this.valueSerde as AnySerde } : {}),
+      ...(opts?.store !== undefined ? { store: opts.store } : opts?.name !== undefined ? { store: opts.name } : {}),
+    };
+    const outKey = (this.window ? (this.keySerde ? windowedSerde(this.keySerde) : undefined) : this.keySerde) as Serde<KO> | undefined;
+    const index = this.builder.addNode(spec, [this.nodeIndex], opts?.name, outKey as AnySerde | undefined, state as AnySerde | undefined);
+    return new Table<KO, A>(this.builder, index, outKey, state);
+  }
+
+  protected reduceWith<KO>(reducer: (aggregate: V, value: V) => V, opts: ReduceOptions<V> | undefined): Table<KO, V> {
+    const r = reducer as (a: unknown, v: unknown) => unknown;
+    const fn = (_k: unknown, v: unknown, agg: unknown): unknown => (agg === undefined ? v : r(agg, v));
+    return this.addAggregate<KO, V>('reduce', NO_INIT, fn, sd(opts?.state) ?? this.valueSerde, opts);
+  }
+}
+
+/** The result of grouping: records that will be aggregated per key (after a repartition if the key changed). */
+export class GroupedStream<K, V> extends Grouping<K, V> {
+  /** @internal */
+  constructor(builder: TopologyBuilder, nodeIndex: number, keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined) {
+    super(builder, nodeIndex, keySerde, valueSerde, undefined);
+  }
+
+  aggregate<A>(init: () => A, aggregator: (key: K, value: V, aggregate: A) => A, opts: AggregateOptions<A>): Table<K, A> {
+    return this.addAggregate<K, A>('aggregate', init, aggregator as (k: unknown, v: unknown, a: unknown) => unknown, sd(opts.state), opts);
+  }
+
+  reduce(reducer: (aggregate: V, value: V) => V, opts?: ReduceOptions<V>): Table<K, V> {
+    return this.reduceWith<K>(reducer, opts);
+  }
+
+  count(opts?: CountOptions): Table<K, number> {
+    return this.addAggregate<K, number>('count', COUNT_INIT, COUNT_FN, countSerde, opts);
+  }
+
+  windowedBy(window: WindowSpec): WindowedGroupedStream<K, V> {
+    return new WindowedGroupedStream<K, V>(this.builder, this.nodeIndex, this.keySerde, this.valueSerde, window);
+  }
+}
+
+/** Grouped records aggregated per key and event-time window; the table's key is `Windowed<K>`. */
+export class WindowedGroupedStream<K, V> extends Grouping<K, V> {
+  /** @internal */
+  constructor(builder: TopologyBuilder, nodeIndex: number, keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined, window: WindowSpec) {
+    super(builder, nodeIndex, keySerde, valueSerde, window);
+  }
+
+  aggregate<A>(init: () => A, aggregator: (key: K, value: V, aggregate: A) => A, opts: AggregateOptions<A>): Table<Windowed<K>, A> {
+    return this.addAggregate<Windowed<K>, A>('aggregate', init, aggregator as (k: unknown, v: unknown, a: unknown) => unknown, sd(opts.state), opts);
+  }
+
+  reduce(reducer: (aggregate: V, value: V) => V, opts?: ReduceOptions<V>): Table<Windowed<K>, V> {
+    return this.reduceWith<Windowed<K>>(reducer, opts);
+  }
+
+  count(opts?: CountOptions): Table<Windowed<K>, number> {
+    return this.addAggregate<Windowed<K>, number>('count', COUNT_INIT, COUNT_FN, countSerde, opts);
+  }
+}
+
+/** The changing result of an aggregation; `toStream` turns every update into a record. */
+export class Table<K, V> {
+  /** @internal */
+  constructor(
+    readonly builder: TopologyBuilder,
+    readonly nodeIndex: number,
+    readonly keySerde: Serde<K> | undefined,
+    readonly valueSerde: Serde<V> | undefined,
+  ) {}
+
+  toStream(opts?: NamedOptions): Stream<K, V> {
+    const index = this.builder.addNode({ kind: 'toStream' }, [this.nodeIndex], opts?.name, this.keySerde as AnySerde | undefined, this.valueSerde as AnySerde | undefined);
+    return new Stream<K, V>(this.builder, index, this.keySerde, this.valueSerde);
+  }
+}

@@ -1,0 +1,117 @@
+import type { Serde } from '../serdes/serde.ts';
+import type { EffectContext, RetryPolicy, WindowSpec } from './types.ts';
+
+/**
+ * The graph the DSL records. Stage functions are stored with `unknown` parameters: the fluent
+ * API is where their types are checked, and the engine only passes values along.
+ */
+export type StageKind =
+  | 'source'
+  | 'filter'
+  | 'map'
+  | 'mapValues'
+  | 'flatMap'
+  | 'flatMapValues'
+  | 'selectKey'
+  | 'groupBy'
+  | 'branch'
+  | 'branchChild'
+  | 'merge'
+  | 'peek'
+  | 'dedupe'
+  | 'latestByVersion'
+  | 'aggregate'
+  | 'toStream'
+  | 'sink'
+  | 'deadLetter'
+  | 'effect'
+  | 'repartitionSink'
+  | 'repartitionSource';
+
+export type Boundary = 'transactional' | 'external';
+
+export interface StageKindInfo {
+  /** Used in generated names: KSTREAM-<label>-0000000003. */
+  readonly label: string;
+  /** Whether the stage's effects commit with the Kafka transaction or happen outside it. */
+  readonly boundary: Boundary;
+  readonly role: 'source' | 'processor' | 'sink';
+  /** Changes the record key, so a later stateful stage must repartition. */
+  readonly changesKey: boolean;
+}
+
+export const STAGE_KINDS: Readonly<Record<StageKind, StageKindInfo>> = {
+  source: { label: 'SOURCE', boundary: 'transactional', role: 'source', changesKey: false },
+  filter: { label: 'FILTER', boundary: 'transactional', role: 'processor', changesKey: false },
+  map: { label: 'MAP', boundary: 'transactional', role: 'processor', changesKey: true },
+  mapValues: { label: 'MAPVALUES', boundary: 'transactional', role: 'processor', changesKey: false },
+  flatMap: { label: 'FLATMAP', boundary: 'transactional', role: 'processor', changesKey: true },
+  flatMapValues: { label: 'FLATMAPVALUES', boundary: 'transactional', role: 'processor', changesKey: false },
+  selectKey: { label: 'KEY-SELECT', boundary: 'transactional', role: 'processor', changesKey: true },
+  groupBy: { label: 'GROUPBY', boundary: 'transactional', role: 'processor', changesKey: true },
+  branch: { label: 'BRANCH', boundary: 'transactional', role: 'processor', changesKey: false },
+  branchChild: { label: 'BRANCHCHILD', boundary: 'transactional', role: 'processor', changesKey: false },
+  merge: { label: 'MERGE', boundary: 'transactional', role: 'processor', changesKey: false },
+  peek: { label: 'PEEK', boundary: 'transactional', role: 'processor', changesKey: false },
+  dedupe: { label: 'DEDUPE', boundary: 'transactional', role: 'processor', changesKey: false },
+  latestByVersion: { label: 'LATEST-BY-VERSION', boundary: 'transactional', role: 'processor', changesKey: false },
+  aggregate: { label: 'AGGREGATE', boundary: 'transactional', role: 'processor', changesKey: false },
+  toStream: { label: 'TOSTREAM', boundary: 'transactional', role: 'processor', changesKey: false },
+  sink: { label: 'SINK', boundary: 'transactional', role: 'sink', changesKey: false },
+  deadLetter: { label: 'DEADLETTER', boundary: 'transactional', role: 'sink', changesKey: false },
+  effect: { label: 'EFFECT', boundary: 'external', role: 'processor', changesKey: false },
+  repartitionSink: { label: 'SINK', boundary: 'transactional', role: 'sink', changesKey: false },
+  repartitionSource: { label: 'SOURCE', boundary: 'transactional', role: 'source', changesKey: false },
+};
+
+export type ValueFn = (value: unknown, key: unknown) => unknown;
+export type KeyValueFn = (key: unknown, value: unknown) => unknown;
+
+export type StageSpec =
+  | { readonly kind: 'source'; readonly topic: string; readonly timestamp?: (value: unknown, key: unknown, ts: number) => number }
+  | { readonly kind: 'filter'; readonly fn: ValueFn; readonly negate: boolean }
+  | { readonly kind: 'map'; readonly fn: KeyValueFn }
+  | { readonly kind: 'mapValues'; readonly fn: ValueFn }
+  | { readonly kind: 'flatMap'; readonly fn: KeyValueFn }
+  | { readonly kind: 'flatMapValues'; readonly fn: ValueFn }
+  | { readonly kind: 'selectKey'; readonly fn: KeyValueFn }
+  | { readonly kind: 'groupBy'; readonly fn: KeyValueFn }
+  | { readonly kind: 'branch'; readonly branches: readonly { readonly name: string; readonly fn: ValueFn }[] }
+  | { readonly kind: 'branchChild'; readonly branch: string }
+  | { readonly kind: 'merge' }
+  | { readonly kind: 'peek'; readonly fn: ValueFn }
+  | { readonly kind: 'dedupe'; readonly fn: ValueFn; readonly ttlMs: number; readonly store?: string }
+  | { readonly kind: 'latestByVersion'; readonly fn: ValueFn; readonly store?: string }
+  | {
+      readonly kind: 'aggregate';
+      readonly mode: 'aggregate' | 'reduce' | 'count';
+      readonly init: () => unknown;
+      /** (key, value, aggregate) => aggregate; for reduce the aggregate starts as the first value. */
+      readonly fn: (key: unknown, value: unknown, agg: unknown) => unknown;
+      readonly stateSerde?: Serde<unknown>;
+      readonly window?: WindowSpec;
+      readonly store?: string;
+      /** Serdes of the grouped input (groupByKey may override the stream's), for the repartition topic. */
+      readonly groupKeySerde?: Serde<unknown>;
+      readonly groupValueSerde?: Serde<unknown>;
+    }
+  | { readonly kind: 'toStream' }
+  | { readonly kind: 'sink'; readonly topic: string }
+  | { readonly kind: 'deadLetter'; readonly reason?: string }
+  | {
+      readonly kind: 'effect';
+      readonly fn: (value: unknown, ctx: EffectContext<unknown>) => Promise<unknown>;
+      readonly idempotencyKey?: ValueFn;
+      readonly retry?: Partial<RetryPolicy>;
+    };
+
+/** One node as the builder recorded it; `index` is the creation order, which is also a topological order. */
+export interface NodeDef {
+  readonly index: number;
+  readonly spec: StageSpec;
+  readonly parents: readonly number[];
+  readonly userName?: string;
+  /** Serdes of the records leaving this node, when known. */
+  readonly keySerde?: Serde<unknown>;
+  readonly valueSerde?: Serde<unknown>;
+}

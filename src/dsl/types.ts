@@ -1,0 +1,143 @@
+import type { Serde } from '../serdes/serde.ts';
+
+/** A key/value pair as `map` and `flatMap` return it. */
+export type KeyValue<K, V> = readonly [key: K, value: V];
+
+/** The key of a windowed aggregate: the grouping key and the window bounds (end exclusive). */
+export interface Windowed<K> {
+  readonly key: K;
+  readonly start: number;
+  readonly end: number;
+}
+
+/** Retry policy for stages that throw `RetriableError`. */
+export interface RetryPolicy {
+  readonly maxAttempts: number;
+  readonly initialBackoffMs: number;
+  readonly maxBackoffMs: number;
+}
+
+export const DEFAULT_RETRY_POLICY: RetryPolicy = Object.freeze({ maxAttempts: 3, initialBackoffMs: 100, maxBackoffMs: 2000 });
+
+/**
+ * Tumbling and hopping windows on event time. A window `[start, start + sizeMs)` closes once
+ * stream time reaches `start + sizeMs + graceMs`; records for closed windows are late.
+ */
+export interface WindowSpec {
+  readonly type: 'tumbling' | 'hopping';
+  readonly sizeMs: number;
+  readonly advanceMs: number;
+  readonly graceMs: number;
+  /** Emit only the final result of each window, when it closes (suppress), instead of every update. */
+  readonly emitFinal: boolean;
+  /** What happens to records that arrive after their windows closed. They are always counted. */
+  readonly lateRecords: 'drop' | 'dead-letter';
+}
+
+/**
+ * A serde for values of type T. The stock string serde is `Serde<string | null>` (Kafka keys and values may be
+ * null), and it must be usable where a stage produces `string`.
+ */
+export type SerdeFor<T> = Serde<NoInfer<T>> | Serde<NoInfer<T> | null>;
+
+export interface NamedOptions {
+  /** Overrides the generated node name; it must be unique within the topology. */
+  readonly name?: string;
+}
+
+export interface SourceOptions<K, V> extends NamedOptions {
+  /** Without a key serde the stream is keyless (`K = null`) and must be re-keyed before a stateful stage. */
+  readonly key?: Serde<K>;
+  readonly value: Serde<V>;
+  /** Event time of a record; defaults to the Kafka record timestamp. */
+  readonly timestamp?: (value: V, key: K, recordTimestamp: number) => number;
+}
+
+export interface SinkOptions<K, V> extends NamedOptions {
+  /** Defaults to the serde the stream is known to carry; compile fails with MISSING_SERDE if there is none. */
+  readonly key?: SerdeFor<K>;
+  readonly value?: SerdeFor<V>;
+}
+
+export interface EffectContext<K> {
+  /** Same on every replay of the same input: from the user's key function, else `${topic}-${partition}-${offset}`. */
+  readonly idempotencyKey: string;
+  readonly key: K;
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: number;
+  readonly timestamp: number;
+  /** 1 on the first try, 2 on the first retry, ... */
+  readonly attempt: number;
+}
+
+export interface EffectOptions<K, V> {
+  readonly idempotencyKey?: (value: V, key: K) => string;
+  readonly retry?: Partial<RetryPolicy>;
+}
+
+export interface AggregateOptions<A> extends NamedOptions {
+  readonly state: SerdeFor<A>;
+  /** Store name (defaults to `name`, else derived from the node name). */
+  readonly store?: string;
+}
+
+export interface ReduceOptions<V> extends NamedOptions {
+  /** Defaults to the value serde the stream carries. */
+  readonly state?: SerdeFor<V>;
+  readonly store?: string;
+}
+
+export interface CountOptions extends NamedOptions {
+  readonly store?: string;
+}
+
+export interface DedupeOptions extends NamedOptions {
+  /** How long an id is remembered, in stream time since it was first seen. */
+  readonly ttlMs: number;
+  readonly store?: string;
+}
+
+export interface LatestByVersionOptions extends NamedOptions {
+  readonly store?: string;
+}
+
+export interface GroupByKeyOptions<K, V> {
+  readonly key?: SerdeFor<K>;
+  readonly value?: SerdeFor<V>;
+}
+
+export interface GroupByOptions<K, V> extends NamedOptions {
+  readonly key: SerdeFor<K>;
+  /** Needed when the repartition topic must carry values whose serde the stream lost (after mapValues etc.). */
+  readonly value?: SerdeFor<V>;
+}
+
+export interface ValueSerdeOptions<V> extends NamedOptions {
+  readonly value?: SerdeFor<V>;
+}
+
+export interface KeySerdeOptions<K> extends NamedOptions {
+  readonly key?: SerdeFor<K>;
+}
+
+export interface KeyValueSerdeOptions<K, V> extends NamedOptions {
+  readonly key?: SerdeFor<K>;
+  readonly value?: SerdeFor<V>;
+}
+
+export interface DeadLetterOptions extends NamedOptions {
+  /** Goes into the `onceflow.error.message` header. */
+  readonly reason?: string;
+}
+
+export interface TopologyOptions {
+  readonly appId: string;
+  /** Defaults to `<appId>-dlq`. */
+  readonly deadLetterTopic?: string;
+  readonly retry?: Partial<RetryPolicy>;
+  /** How errors that are neither RetriableError nor PermanentError are treated. */
+  readonly unknownErrors?: 'permanent' | 'retriable';
+  /** The file the topology was defined in, used in validation messages (set by loadTopology). */
+  readonly sourceFile?: string;
+}

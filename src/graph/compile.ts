@@ -1,0 +1,353 @@
+import type { Serde } from '../serdes/serde.ts';
+import { stringSerde } from '../serdes/basic.ts';
+import type { TopologyBuilder } from '../dsl/builder.ts';
+import { STAGE_KINDS, type NodeDef, type StageKind, type StageSpec } from '../dsl/nodes.ts';
+import { DEFAULT_RETRY_POLICY, type RetryPolicy, type WindowSpec } from '../dsl/types.ts';
+import { countSerde } from '../state/internal-serdes.ts';
+import type { StoreKind } from '../state/store.ts';
+import {
+  AsyncStageFunctionError,
+  DuplicateNodeNameError,
+  DuplicateSourceTopicError,
+  EmptyTopologyError,
+  InvalidAppIdError,
+  InvalidStageOptionError,
+  InvalidTopicNameError,
+  InvalidWindowError,
+  MissingSerdeError,
+  SinkToOwnSourceError,
+  StatefulWithoutKeyError,
+  StoreSharedError,
+  TopologyCycleError,
+  type TopologyErrorLocation,
+} from './errors.ts';
+import { CompiledTopology } from './compiled.ts';
+import type { CompileOptions, CompiledNode, CompiledStore, CompiledSubtopology, TopicRequirement } from './types.ts';
+
+const NAME_RE = /^[a-zA-Z0-9._-]{1,249}$/;
+
+/** Keys of a keyless stream: always null, so sinks of keyless streams need no key serde. */
+const nullKeySerde: Serde<unknown> = { name: 'null', serialize: () => null, deserialize: () => null };
+
+interface WorkNode {
+  name: string;
+  kind: StageKind;
+  spec: StageSpec;
+  /** Position in topological order; synthetic repartition nodes sit just before their stateful stage. */
+  order: number;
+  parents: WorkNode[];
+  stores: string[];
+  topic?: string;
+  keySerde?: Serde<unknown>;
+  valueSerde?: Serde<unknown>;
+  /** Key differs from the partitioning key of the topic the records came from. */
+  keyChanged: boolean;
+  keyless: boolean;
+  sub: number;
+}
+
+function autoName(kind: StageKind, index: number): string {
+  const prefix = kind === 'toStream' ? 'KTABLE' : 'KSTREAM';
+  return `${prefix}-${STAGE_KINDS[kind].label}-${String(index).padStart(10, '0')}`;
+}
+
+function isAsyncFunction(fn: unknown): boolean {
+  return typeof fn === 'function' && (fn as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag] === 'AsyncFunction';
+}
+
+function stageFunctions(spec: StageSpec): unknown[] {
+  switch (spec.kind) {
+    case 'filter':
+    case 'map':
+    case 'mapValues':
+    case 'flatMap':
+    case 'flatMapValues':
+    case 'selectKey':
+    case 'groupBy':
+    case 'peek':
+    case 'dedupe':
+    case 'latestByVersion':
+      return [spec.fn];
+    case 'branch':
+      return spec.branches.map((b) => b.fn);
+    case 'aggregate':
+      return [spec.init, spec.fn];
+    case 'source':
+      return spec.timestamp ? [spec.timestamp] : [];
+    default:
+      return [];
+  }
+}
+
+function boundaryText(n: WorkNode): string {
+  if (n.spec.kind !== 'effect') return 'inside the Kafka transaction';
+  const key = n.spec.idempotencyKey ? 'from the idempotencyKey function' : '${topic}-${partition}-${offset} of the source record';
+  return `outside the transaction: at-least-once (idempotency key: ${key})`;
+}
+
+function retryPolicyOf(base: RetryPolicy, override: Partial<RetryPolicy> | undefined): RetryPolicy {
+  return override ? { ...base, ...override } : base;
+}
+
+export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): CompiledTopology {
+  const bopts = builder.options;
+  const file = bopts.sourceFile;
+  const loc = (node?: string): TopologyErrorLocation => ({ ...(node !== undefined ? { node } : {}), ...(file !== undefined ? { file } : {}) });
+  const checkTopic = (topic: string, node?: string): void => {
+    if (!NAME_RE.test(topic)) throw new InvalidTopicNameError(topic, loc(node));
+  };
+  const checkPolicy = (p: RetryPolicy, node?: string): void => {
+    const ok = Number.isInteger(p.maxAttempts) && p.maxAttempts >= 1 && p.initialBackoffMs >= 0 && p.maxBackoffMs >= p.initialBackoffMs;
+    if (!ok) throw new InvalidStageOptionError(`invalid retry policy ${JSON.stringify(p)}: maxAttempts must be an integer >= 1 and 0 <= initialBackoffMs <= maxBackoffMs`, loc(node));
+  };
+
+  const appId = opts.appId ?? bopts.appId;
+  if (!NAME_RE.test(appId)) throw new InvalidAppIdError(appId, loc());
+  const retry = retryPolicyOf(DEFAULT_RETRY_POLICY, bopts.retry);
+  checkPolicy(retry);
+  const deadLetterTopic = bopts.deadLetterTopic ?? `${appId}-dlq`;
+  checkTopic(deadLetterTopic);
+
+  const defs = builder.nodes;
+  if (!defs.some((d) => d.spec.kind === 'source')) throw new EmptyTopologyError(loc());
+
+  const work: WorkNode[] = [];
+  const byIndex: WorkNode[] = [];
+  const names = new Set<string>();
+  const sourceTopics = new Map<string, string>();
+  const storeOwners = new Map<string, string>();
+  const stores: CompiledStore[] = [];
+  const nodePolicies = new Map<string, RetryPolicy>();
+
+  const claimName = (name: string): void => {
+    if (names.has(name)) throw new DuplicateNodeNameError(name, loc(name));
+    names.add(name);
+  };
+  const addStore = (node: WorkNode, name: string, kind: StoreKind, keySerde: Serde<unknown>, valueSerde: Serde<unknown>, window?: WindowSpec): void => {
+    const owner = storeOwners.get(name);
+    if (owner !== undefined) throw new StoreSharedError(name, owner, loc(node.name));
+    storeOwners.set(name, node.name);
+    const changelogTopic = `${appId}-${name}-changelog`;
+    checkTopic(changelogTopic, node.name);
+    node.stores.push(name);
+    stores.push({ name, kind, node: node.name, subtopology: -1, changelogTopic, keySerde, valueSerde, ...(window ? { window } : {}) });
+  };
+  const requireSerde = <T>(serde: Serde<T> | undefined, what: string, hint: string, node: string): Serde<T> => {
+    if (!serde) throw new MissingSerdeError(what, hint, loc(node));
+    return serde;
+  };
+  /** Re-keyed records must go through Kafka so that each key lands in one task before a stateful stage. */
+  const repartition = (stateful: WorkNode, parent: WorkNode, storeName: string, keySerde: Serde<unknown>, valueSerde: Serde<unknown>, order: number): WorkNode => {
+    const topic = `${appId}-${storeName}-repartition`;
+    checkTopic(topic, stateful.name);
+    const sink: WorkNode = { name: `${storeName}-repartition-sink`, kind: 'repartitionSink', spec: { kind: 'sink', topic }, order: order - 0.6, parents: [parent], stores: [], topic, keySerde, valueSerde, keyChanged: false, keyless: false, sub: -1 };
+    const source: WorkNode = { name: `${storeName}-repartition-source`, kind: 'repartitionSource', spec: { kind: 'source', topic }, order: order - 0.4, parents: [], stores: [], topic, keySerde, valueSerde, keyChanged: false, keyless: false, sub: -1 };
+    claimName(sink.name);
+    claimName(source.name);
+    work.push(sink, source);
+    return source;
+  };
+
+  for (const def of defs) {
+    const spec = def.spec;
+    const parents = def.parents.map((i) => byIndex[i]!);
+    const first = parents[0];
+    const name = def.userName ?? (spec.kind === 'branchChild' && first ? `${first.name}-${spec.branch}` : autoName(spec.kind, def.index));
+    claimName(name);
+    for (const fn of stageFunctions(spec)) if (isAsyncFunction(fn)) throw new AsyncStageFunctionError(spec.kind, loc(name));
+
+    const info = STAGE_KINDS[spec.kind];
+    const node: WorkNode = {
+      name,
+      kind: spec.kind,
+      spec,
+      order: def.index,
+      parents,
+      stores: [],
+      ...(def.keySerde ? { keySerde: def.keySerde } : {}),
+      ...(def.valueSerde ? { valueSerde: def.valueSerde } : {}),
+      keyChanged: info.changesKey || parents.some((p) => p.keyChanged),
+      keyless: !info.changesKey && (spec.kind === 'source' ? def.keySerde === undefined : parents.some((p) => p.keyless)),
+      sub: -1,
+    };
+    const storeName = (s: string | undefined): string => s ?? def.userName ?? `${autoName(spec.kind, def.index).replace(/-(\d{10})$/, '-STATE-STORE-$1')}`;
+
+    switch (spec.kind) {
+      case 'source': {
+        checkTopic(spec.topic, name);
+        if (sourceTopics.has(spec.topic)) throw new DuplicateSourceTopicError(spec.topic, loc(name));
+        sourceTopics.set(spec.topic, name);
+        node.topic = spec.topic;
+        if (!node.keySerde) node.keySerde = nullKeySerde;
+        break;
+      }
+      case 'sink': {
+        checkTopic(spec.topic, name);
+        node.topic = spec.topic;
+        const parent = first!;
+        node.keySerde = def.keySerde ?? (parent.keyless ? nullKeySerde : requireSerde(def.keySerde, `the key of sink topic ${spec.topic}`, 'pass to(topic, { key })', name));
+        node.valueSerde = requireSerde(def.valueSerde, `the value of sink topic ${spec.topic}`, 'pass to(topic, { value }); the stream lost its value serde at a mapValues/map/flatMap', name);
+        break;
+      }
+      case 'dedupe': {
+        if (!(Number.isFinite(spec.ttlMs) && spec.ttlMs > 0)) throw new InvalidStageOptionError(`dedupe ttlMs must be a positive number of milliseconds, got ${spec.ttlMs}`, loc(name));
+        addStore(node, storeName(spec.store), 'dedupe', stringSerde as Serde<unknown>, countSerde as Serde<unknown>);
+        break;
+      }
+      case 'latestByVersion': {
+        const parent = first!;
+        if (parent.keyless) throw new StatefulWithoutKeyError('latestByVersion', loc(name));
+        const store = storeName(spec.store);
+        const key = requireSerde(parent.keySerde, 'the key of latestByVersion', 'give the upstream stream a key serde (stream(topic, { key }) or selectKey(fn, { key }))', name);
+        if (parent.keyChanged) {
+          const value = requireSerde(parent.valueSerde, `the value of repartition topic ${appId}-${store}-repartition`, 'the stream lost its value serde; pass { value } to the mapValues/map/flatMap before it', name);
+          node.parents = [repartition(node, parent, store, key, value, def.index)];
+        }
+        node.keyChanged = false;
+        addStore(node, store, 'version', key, countSerde as Serde<unknown>);
+        break;
+      }
+      case 'aggregate': {
+        const parent = first!;
+        if (parent.keyless) throw new StatefulWithoutKeyError(spec.mode, loc(name));
+        const w = spec.window;
+        if (w) {
+          if (!(Number.isFinite(w.sizeMs) && w.sizeMs > 0)) throw new InvalidWindowError(`size must be a positive number of milliseconds, got ${w.sizeMs}`, loc(name));
+          if (!(Number.isFinite(w.graceMs) && w.graceMs >= 0)) throw new InvalidWindowError(`grace must be zero or positive, got ${w.graceMs}`, loc(name));
+          if (!(Number.isFinite(w.advanceMs) && w.advanceMs > 0 && w.advanceMs <= w.sizeMs)) throw new InvalidWindowError(`advance must be positive and at most the size (${w.sizeMs}), got ${w.advanceMs}`, loc(name));
+        }
+        const store = storeName(spec.store);
+        const key = requireSerde(spec.groupKeySerde, `the grouping key of ${spec.mode}`, 'pass { key } to groupBy/groupByKey or give the stream a key serde', name);
+        const state = requireSerde(spec.stateSerde, `the state of ${spec.mode}`, spec.mode === 'reduce' ? 'pass reduce(fn, { state }); the stream lost its value serde' : 'pass aggregate(init, fn, { state })', name);
+        if (parent.keyChanged) {
+          const value = requireSerde(spec.groupValueSerde, `the value of repartition topic ${appId}-${store}-repartition`, 'pass { value } to groupBy/groupByKey; the stream lost its value serde at a mapValues/map/flatMap', name);
+          node.parents = [repartition(node, parent, store, key, value, def.index)];
+        }
+        node.keyChanged = false;
+        node.keyless = false;
+        addStore(node, store, w ? 'window' : 'key-value', key, state, w);
+        break;
+      }
+      case 'effect': {
+        const policy = retryPolicyOf(retry, spec.retry);
+        checkPolicy(policy, name);
+        nodePolicies.set(name, policy);
+        break;
+      }
+      default:
+        break;
+    }
+    byIndex[def.index] = node;
+    work.push(node);
+  }
+
+  work.sort((a, b) => a.order - b.order);
+  assignSubtopologies(work);
+
+  const children = new Map<WorkNode, WorkNode[]>();
+  for (const n of work) for (const p of n.parents) (children.get(p) ?? children.set(p, []).get(p)!).push(n);
+
+  const compiledNodes: CompiledNode[] = work.map((n) => ({
+    name: n.name,
+    kind: n.kind,
+    spec: n.spec,
+    subtopology: n.sub,
+    parents: n.parents.map((p) => p.name),
+    children: (children.get(n) ?? []).map((c) => c.name),
+    boundary: STAGE_KINDS[n.kind].boundary,
+    boundaryText: boundaryText(n),
+    stores: n.stores,
+    ...(n.topic !== undefined ? { topic: n.topic } : {}),
+    ...(n.keySerde ? { keySerde: n.keySerde } : {}),
+    ...(n.valueSerde ? { valueSerde: n.valueSerde } : {}),
+  }));
+  const subCount = Math.max(...work.map((n) => n.sub)) + 1;
+  const subtopologies: CompiledSubtopology[] = [];
+  for (let id = 0; id < subCount; id++) {
+    const nodes = compiledNodes.filter((n) => n.subtopology === id);
+    subtopologies.push({
+      id,
+      nodes,
+      sourceTopics: nodes.filter((n) => n.kind === 'source' || n.kind === 'repartitionSource').map((n) => n.topic!),
+      stores: nodes.flatMap((n) => n.stores),
+    });
+  }
+  const subOfNode = new Map(compiledNodes.map((n) => [n.name, n.subtopology]));
+  const finalStores = stores.map((s) => ({ ...s, subtopology: subOfNode.get(s.node)! }));
+
+  checkTopicCycles(compiledNodes, subtopologies, loc);
+
+  const topics: TopicRequirement[] = [];
+  const seen = new Set<string>();
+  const addTopic = (t: TopicRequirement): void => {
+    if (seen.has(t.name)) return;
+    seen.add(t.name);
+    topics.push(t);
+  };
+  for (const n of compiledNodes) if (n.kind === 'source') addTopic({ name: n.topic!, kind: 'source', internal: false, cleanupPolicy: 'delete' });
+  for (const n of compiledNodes) if (n.kind === 'sink') addTopic({ name: n.topic!, kind: 'sink', internal: false, cleanupPolicy: 'delete' });
+  for (const n of compiledNodes) if (n.kind === 'repartitionSource') addTopic({ name: n.topic!, kind: 'repartition', internal: true, cleanupPolicy: 'delete', subtopology: n.subtopology });
+  for (const s of finalStores) addTopic({ name: s.changelogTopic, kind: 'changelog', internal: true, cleanupPolicy: 'compact', subtopology: s.subtopology });
+  addTopic({ name: deadLetterTopic, kind: 'dead-letter', internal: bopts.deadLetterTopic === undefined, cleanupPolicy: 'delete' });
+
+  return new CompiledTopology({
+    appId,
+    ...(file !== undefined ? { sourceFile: file } : {}),
+    deadLetterTopic,
+    retry,
+    unknownErrors: bopts.unknownErrors ?? 'permanent',
+    nodePolicies,
+    subtopologies,
+    stores: finalStores,
+    topics,
+  });
+}
+
+/** Connected components of the node graph; repartition topics are where it is cut. */
+function assignSubtopologies(work: WorkNode[]): void {
+  const parent = new Map<WorkNode, WorkNode>();
+  const find = (n: WorkNode): WorkNode => {
+    let r = n;
+    while (parent.get(r) !== r) r = parent.get(r)!;
+    parent.set(n, r);
+    return r;
+  };
+  for (const n of work) parent.set(n, n);
+  for (const n of work) for (const p of n.parents) parent.set(find(n), find(p));
+  const ids = new Map<WorkNode, number>();
+  for (const n of work) {
+    const root = find(n);
+    if (!ids.has(root)) ids.set(root, ids.size);
+    n.sub = ids.get(root)!;
+  }
+}
+
+function checkTopicCycles(nodes: readonly CompiledNode[], subs: readonly CompiledSubtopology[], loc: (node?: string) => TopologyErrorLocation): void {
+  const readers = new Map<string, number[]>();
+  for (const s of subs) for (const t of s.sourceTopics) (readers.get(t) ?? readers.set(t, []).get(t)!).push(s.id);
+  const edges = new Map<number, { to: number; topic: string }[]>();
+  for (const n of nodes) {
+    if (n.kind !== 'sink' && n.kind !== 'repartitionSink') continue;
+    for (const r of readers.get(n.topic!) ?? []) {
+      if (r === n.subtopology) throw new SinkToOwnSourceError(n.topic!, loc(n.name));
+      (edges.get(n.subtopology) ?? edges.set(n.subtopology, []).get(n.subtopology)!).push({ to: r, topic: n.topic! });
+    }
+  }
+  const state = new Map<number, 'visiting' | 'done'>();
+  const path: string[] = [];
+  const visit = (s: number): void => {
+    state.set(s, 'visiting');
+    for (const e of edges.get(s) ?? []) {
+      path.push(e.topic);
+      const st = state.get(e.to);
+      if (st === 'visiting') {
+        const sink = nodes.find((n) => (n.kind === 'sink' || n.kind === 'repartitionSink') && n.topic === e.topic);
+        throw new TopologyCycleError(path, loc(sink?.name));
+      }
+      if (st === undefined) visit(e.to);
+      path.pop();
+    }
+    state.set(s, 'done');
+  };
+  for (const s of subs) if (!state.has(s.id)) visit(s.id);
+}

@@ -1,0 +1,81 @@
+import type { Serde, SerdeContext } from '../serdes/serde.ts';
+import type { Boundary, StageKind, StageSpec } from '../dsl/nodes.ts';
+import type { RetryPolicy, WindowSpec } from '../dsl/types.ts';
+import type { StoreKind } from '../state/store.ts';
+
+export type TopicKind = 'source' | 'sink' | 'repartition' | 'changelog' | 'dead-letter';
+
+/** A topic the application needs. The worker creates the internal ones (and the dead-letter topic). */
+export interface TopicRequirement {
+  readonly name: string;
+  readonly kind: TopicKind;
+  /** Owned by the application (named `<appId>-...`) and created by it. */
+  readonly internal: boolean;
+  readonly cleanupPolicy: 'delete' | 'compact';
+  /** Set by `resolvePartitions`; at compile time unknown for every topic. */
+  readonly partitions?: number;
+  /**
+   * For repartition topics: the sub-topology that reads them; for changelogs: the one that owns the
+   * store. Their partition count is that sub-topology's task count.
+   */
+  readonly subtopology?: number;
+}
+
+export interface CompiledNode {
+  readonly name: string;
+  readonly kind: StageKind;
+  readonly spec: StageSpec;
+  readonly subtopology: number;
+  readonly parents: readonly string[];
+  readonly children: readonly string[];
+  readonly boundary: Boundary;
+  /** Human-readable EOS classification, as `describe` prints it. */
+  readonly boundaryText: string;
+  readonly stores: readonly string[];
+  /** The topic a source reads or a sink writes. */
+  readonly topic?: string;
+  /** For sources: how records are decoded; for sinks: how they are encoded. */
+  readonly keySerde?: Serde<unknown>;
+  readonly valueSerde?: Serde<unknown>;
+}
+
+export interface CompiledStore {
+  readonly name: string;
+  readonly kind: StoreKind;
+  readonly node: string;
+  readonly subtopology: number;
+  readonly changelogTopic: string;
+  /** Serde of the store's logical key: the record key (aggregates, version guard) or the id (dedupe). */
+  readonly keySerde: Serde<unknown>;
+  /** Serde of stored values: aggregate state, versions, first-seen times. */
+  readonly valueSerde: Serde<unknown>;
+  readonly window?: WindowSpec;
+}
+
+export interface CompiledSubtopology {
+  readonly id: number;
+  /** In topological order, sources first. */
+  readonly nodes: readonly CompiledNode[];
+  /** Every topic its tasks consume (external sources and repartition topics). */
+  readonly sourceTopics: readonly string[];
+  readonly stores: readonly string[];
+}
+
+export interface SerdeUsage {
+  readonly serde: Serde<unknown>;
+  readonly ctx: SerdeContext;
+}
+
+export interface PartitionPlan {
+  /** Every topic requirement with `partitions` filled in. */
+  readonly topics: readonly TopicRequirement[];
+  /** Number of tasks (= partitions) per sub-topology id. */
+  readonly tasksPerSubtopology: ReadonlyMap<number, number>;
+}
+
+export interface CompileOptions {
+  /** Overrides the builder's app id (the CLI's --app-id, worker tests with random names). */
+  readonly appId?: string;
+}
+
+export type { RetryPolicy };

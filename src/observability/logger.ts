@@ -1,0 +1,180 @@
+import { pino, type Logger } from 'pino';
+import type { WorkerEvent } from '../runtime/worker.ts';
+import { redactDeep, scrub, secretValues } from './redact.ts';
+import type { ObservedWorker } from './worker-view.ts';
+
+export type LogLevel = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
+export const LOG_LEVELS: readonly LogLevel[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
+export interface LogSink {
+  write(line: string): unknown;
+}
+
+export interface LoggerOptions {
+  /** Human-readable lines for a terminal instead of JSON. */
+  readonly pretty?: boolean;
+  readonly level?: LogLevel;
+  /** Default: stdout. */
+  readonly destination?: LogSink;
+  /** Values scrubbed from every line, whatever field they end up in. attachLogging adds the worker's own. */
+  readonly secrets?: Iterable<string>;
+}
+
+export type { Logger };
+
+/** The scrub list of each root logger; children share their parent's destination and so its list. */
+const secretsOf = new WeakMap<Logger, Set<string>>();
+
+const LEVEL_NAMES: Readonly<Record<number, string>> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+
+/**
+ * A pino logger whose lines carry no credentials: keys matching SECRET_OPTION are replaced at any
+ * depth before serialisation, and known secret values are scrubbed from the finished line
+ * (messages and error texts included) before it is written.
+ */
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const secrets = new Set<string>(options.secrets ?? []);
+  const out = options.destination ?? process.stdout;
+  const pretty = options.pretty ?? false;
+  const sink = {
+    write(line: string): void {
+      const clean = scrub(line, secrets);
+      out.write(pretty ? formatPretty(clean) : clean);
+    },
+  };
+  const logger = pino(
+    {
+      level: options.level ?? 'info',
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: {
+        level: (label) => ({ level: label }),
+        log: (obj) => redactDeep(obj),
+      },
+    },
+    sink,
+  );
+  secretsOf.set(logger, secrets);
+  return logger;
+}
+
+/** Adds values to a createLogger logger's scrub list; a logger from elsewhere only gets key-based redaction. */
+export function addLogSecrets(logger: Logger, values: Iterable<string>): void {
+  const set = secretsOf.get(logger);
+  if (!set) return;
+  for (const v of values) if (v.length > 0) set.add(v);
+}
+
+const RESERVED = new Set(['time', 'level', 'msg', 'pid', 'hostname']);
+
+/** `12:00:01.234 INFO  partitions assigned  event=assigned app=orders …`: one line, no dependency on pino-pretty. */
+export function formatPretty(jsonLine: string): string {
+  let rec: Record<string, unknown>;
+  try {
+    rec = JSON.parse(jsonLine) as Record<string, unknown>;
+  } catch {
+    return jsonLine;
+  }
+  const time = typeof rec.time === 'string' ? rec.time.slice(11, 23) : '';
+  const level = typeof rec.level === 'number' ? (LEVEL_NAMES[rec.level] ?? String(rec.level)) : String(rec.level ?? '').toUpperCase();
+  const fields: string[] = [];
+  let stack: string | undefined;
+  for (const [k, v] of Object.entries(rec)) {
+    if (RESERVED.has(k)) continue;
+    if (k === 'err' && v && typeof v === 'object') {
+      const err = v as { message?: unknown; code?: unknown; stack?: unknown };
+      fields.push(`err=${err.code ? `[${String(err.code)}] ` : ''}${String(err.message ?? '')}`);
+      if (typeof err.stack === 'string') stack = err.stack;
+      continue;
+    }
+    fields.push(`${k}=${typeof v === 'string' ? (/\s/.test(v) ? JSON.stringify(v) : v) : JSON.stringify(v)}`);
+  }
+  const head = `${time} ${level.padEnd(5)} ${String(rec.msg ?? '')}`;
+  return `${head}${fields.length > 0 ? `  ${fields.join(' ')}` : ''}\n${stack ? `${stack.split('\n').slice(1).join('\n')}\n` : ''}`;
+}
+
+export interface LoggingOptions {
+  /** Dead-lettered records are logged one by one only at debug; at warn, a summary at most this often (default 10 s). */
+  readonly dlqSummaryMs?: number;
+}
+
+export interface AttachedLogging {
+  readonly logger: Logger;
+  /** Writes the pending dead-letter summary now. */
+  flush(): void;
+  detach(): void;
+}
+
+/**
+ * One line per lifecycle event, each bound to app id, instance id and transactional id. Per-transaction
+ * (`committed`) and per-record (`dead-lettered`) events stay at debug so info volume does not grow with throughput.
+ */
+export function attachLogging(worker: ObservedWorker, root: Logger, options: LoggingOptions = {}): AttachedLogging {
+  addLogSecrets(root, secretValues(worker.config));
+  const log = root.child({ app: worker.config.appId, instance: worker.config.instanceId, transactionalId: worker.transactionalId });
+  const summaryMs = options.dlqSummaryMs ?? 10_000;
+  const pendingDlq = new Map<string, number>();
+  let pendingTotal = 0;
+  let lastSummaryAt = Number.NEGATIVE_INFINITY;
+
+  const flush = (): void => {
+    if (pendingTotal === 0) return;
+    lastSummaryAt = Date.now();
+    const byStageAndCode = Object.fromEntries(pendingDlq);
+    log.warn({ event: 'dead-lettered', records: pendingTotal, byStageAndCode }, `${pendingTotal} record(s) sent to dead-letter topics`);
+    pendingDlq.clear();
+    pendingTotal = 0;
+  };
+  const timer = setInterval(flush, summaryMs);
+  timer.unref();
+
+  const onEvent = (e: WorkerEvent): void => {
+    switch (e.type) {
+      case 'started':
+        log.info({ event: e.type, guarantee: worker.config.guarantee, config: worker.config }, 'worker started');
+        break;
+      case 'assigned':
+        log.info({ event: e.type, partitions: e.partitions, count: e.partitions.length }, 'partitions assigned');
+        break;
+      case 'revoked':
+        (e.lost ? log.warn.bind(log) : log.info.bind(log))({ event: e.type, partitions: e.partitions, lost: e.lost }, e.lost ? 'partitions lost' : 'partitions revoked');
+        break;
+      case 'restored':
+        log.info({ event: e.type, records: e.records, ms: e.ms }, 'state restored');
+        break;
+      case 'committed':
+        log.debug({ event: e.type, records: e.records, ms: e.ms }, 'transaction committed');
+        break;
+      case 'aborted':
+        log.warn({ event: e.type, reason: e.reason }, 'transaction aborted');
+        break;
+      case 'fenced':
+        log.warn({ event: e.type, reason: e.reason }, 'producer fenced');
+        break;
+      case 'dead-lettered': {
+        log.debug({ event: e.type, stage: e.stage, code: e.code, topic: e.topic, partition: e.partition, offset: e.offset }, 'record dead-lettered');
+        const key = `${e.stage}/${e.code}`;
+        pendingDlq.set(key, (pendingDlq.get(key) ?? 0) + 1);
+        pendingTotal++;
+        // The first one after a quiet period is reported at once; the rest of a burst waits for the timer.
+        if (Date.now() - lastSummaryAt >= summaryMs) flush();
+        break;
+      }
+      case 'stopped':
+        flush();
+        log.info({ event: e.type }, 'worker stopped');
+        break;
+      default:
+        break;
+    }
+  };
+  worker.on('event', onEvent);
+  return {
+    logger: log,
+    flush,
+    detach() {
+      worker.off('event', onEvent);
+      clearInterval(timer);
+      flush();
+    },
+  };
+}

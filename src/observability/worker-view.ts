@@ -1,0 +1,30 @@
+import type { WorkerConfig } from '../runtime/config.ts';
+import type { WorkerEvent, WorkerStats } from '../runtime/worker.ts';
+
+/**
+ * What observability needs of a worker. Structural, so metrics, health and logs can be attached to
+ * the real Worker or to a stand-in in tests, and so worker internals can change without touching this.
+ */
+export interface ObservedWorker {
+  readonly config: WorkerConfig;
+  readonly stats: Readonly<WorkerStats>;
+  readonly transactionalId: string;
+  on(event: 'event', listener: (e: WorkerEvent) => void): unknown;
+  off(event: 'event', listener: (e: WorkerEvent) => void): unknown;
+  /** Rejects when the worker's loop died of an unrecoverable error. */
+  done(): Promise<void>;
+}
+
+/** Lag of one source partition: end offset (read_committed) minus the committed offset. */
+export interface PartitionLag {
+  readonly topic: string;
+  readonly partition: number;
+  readonly lag: number;
+}
+
+/** Records per topic since start; consumed for source topics, produced for sinks and internal topics. */
+export interface TopicRecordCount {
+  readonly topic: string;
+  readonly consumed: number;
+  readonly produced: number;
+}

@@ -1,0 +1,47 @@
+import { OnceflowError } from '../errors.ts';
+
+/**
+ * A stage gave up on the current record. Internal: the task catches it, undoes the record's writes
+ * and dead-letters the original input record.
+ */
+export class StageFailure extends OnceflowError {
+  readonly code = 'STAGE_FAILED';
+  constructor(
+    readonly stage: string,
+    readonly error: unknown,
+    readonly attempts: number,
+    /** Written to the `onceflow.error.code` header. */
+    readonly errorCode: string,
+  ) {
+    super(`stage ${stage} failed after ${attempts} attempt(s): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+}
+
+/** A synchronous stage returned a Promise: a topology bug, so the task stops rather than dead-lettering. */
+export class AsyncStageResultError extends OnceflowError {
+  readonly code = 'ASYNC_STAGE_RESULT';
+  constructor(readonly stage: string, kind: string) {
+    super(`stage ${stage} (${kind}) returned a Promise; ${kind} runs inside the Kafka transaction and must be synchronous. Move the async work to an effect(name, fn, { idempotencyKey }) stage`);
+  }
+}
+
+export class TaskBusyError extends OnceflowError {
+  readonly code = 'TASK_BUSY';
+  constructor(task: string) {
+    super(`task ${task} is still processing the previous record; await the promise process() returned before the next call`);
+  }
+}
+
+export class UnknownSourceTopicError extends OnceflowError {
+  readonly code = 'UNKNOWN_SOURCE_TOPIC';
+  constructor(task: string, topic: string, known: readonly string[]) {
+    super(`task ${task} does not read topic ${JSON.stringify(topic)}; it reads ${known.join(', ')}`);
+  }
+}
+
+export class UnknownStoreError extends OnceflowError {
+  readonly code = 'UNKNOWN_STORE';
+  constructor(task: string, store: string) {
+    super(`task ${task} has no store ${JSON.stringify(store)}`);
+  }
+}

@@ -1,0 +1,252 @@
+import type { CompiledTopology } from '../graph/compiled.ts';
+import type { CompiledStore, CompiledSubtopology } from '../graph/types.ts';
+import type { IncomingRecord, RecordCollector } from './records.ts';
+import { inMemoryStoreFactory, type StoreFactory } from '../state/store.ts';
+import { TransactionalStore } from '../state/transactional.ts';
+import { windowStoreKey, splitWindowStoreKey } from '../state/windowed.ts';
+import type { Windowed } from '../dsl/types.ts';
+import { createRtNode, TaskContext, type RtNode, type SourceNode, type Step, type TaskMetrics } from './task-nodes.ts';
+import { StageFailure, TaskBusyError, UnknownSourceTopicError, UnknownStoreError } from './task-errors.ts';
+
+export type { Step, TaskMetrics } from './task-nodes.ts';
+
+export interface TaskOptions {
+  /** Committed storage per store; defaults to in-memory maps. */
+  readonly storeFactory?: StoreFactory;
+  /** Wall clock for the `onceflow.error.time` header. */
+  readonly now?: () => number;
+  /** How retry backoff waits; tests may pass a fake. */
+  readonly sleep?: (ms: number) => Promise<void>;
+  /** Jitter source in [0, 1). */
+  readonly random?: () => number;
+  /**
+   * Stream time to resume from (e.g. kept in the offset-commit metadata by the worker), so that
+   * window closing and dedupe expiry replay the same way after a restart.
+   */
+  readonly initialStreamTime?: number;
+}
+
+export interface ChangelogPartition {
+  readonly store: string;
+  readonly topic: string;
+  readonly partition: number;
+}
+
+const realSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * One task: a sub-topology applied to one partition of its input topics. The worker and the test
+ * driver both run this class. Not re-entrant: when `process` returns a promise, await it first.
+ */
+export class Task {
+  /** `<subtopology>_<partition>`, as Kafka Streams names tasks. */
+  readonly id: string;
+  readonly subtopology: number;
+  readonly partition: number;
+  readonly inputTopics: readonly string[];
+  /** The changelog partitions to replay through `restore` before the first `process`. */
+  readonly changelogs: readonly ChangelogPartition[];
+  readonly #ctx: TaskContext;
+  readonly #sources = new Map<string, SourceNode>();
+  readonly #stores = new Map<string, { store: TransactionalStore; spec: CompiledStore }>();
+  readonly #storeList: TransactionalStore[] = [];
+  readonly #stateful: RtNode[] = [];
+  #committedStreamTime: number;
+
+  constructor(compiled: CompiledTopology, sub: CompiledSubtopology, partition: number, opts: TaskOptions = {}) {
+    this.id = `${sub.id}_${partition}`;
+    this.subtopology = sub.id;
+    this.partition = partition;
+    this.inputTopics = sub.sourceTopics;
+    this.#ctx = new TaskContext(partition, {
+      retryPolicyFor: (n) => compiled.retryPolicyFor(n),
+      unknownErrors: compiled.unknownErrors,
+      deadLetterTopic: compiled.deadLetterTopic,
+      now: opts.now ?? Date.now,
+      sleep: opts.sleep ?? realSleep,
+      random: opts.random ?? Math.random,
+    });
+    if (opts.initialStreamTime !== undefined) this.#ctx.streamTime = opts.initialStreamTime;
+    this.#committedStreamTime = this.#ctx.streamTime;
+
+    const factory = opts.storeFactory ?? inMemoryStoreFactory;
+    for (const name of sub.stores) {
+      const spec = compiled.stores.get(name)!;
+      const committed = factory({ name, kind: spec.kind, subtopology: sub.id, partition });
+      const store = new TransactionalStore(name, spec.changelogTopic, partition, committed, this.#ctx.emit);
+      this.#stores.set(name, { store, spec });
+      this.#storeList.push(store);
+    }
+    this.changelogs = sub.stores.map((s) => ({ store: s, topic: this.#stores.get(s)!.spec.changelogTopic, partition }));
+
+    const rt = new Map<string, RtNode>();
+    for (const n of sub.nodes) {
+      const node = createRtNode(this.#ctx, n, (s) => this.#stores.get(s)!);
+      rt.set(n.name, node);
+      if (n.kind === 'source' || n.kind === 'repartitionSource') this.#sources.set(n.topic!, node as SourceNode);
+      if (n.stores.length > 0) this.#stateful.push(node);
+    }
+    for (const n of sub.nodes) rt.get(n.name)!.children = n.children.map((c) => rt.get(c)!);
+  }
+
+  get metrics(): Readonly<TaskMetrics> {
+    return this.#ctx.metrics;
+  }
+
+  /** The largest event time seen (never moves back); -Infinity before the first record. */
+  get streamTime(): number {
+    return this.#ctx.streamTime;
+  }
+
+  get storeNames(): readonly string[] {
+    return [...this.#stores.keys()];
+  }
+
+  #store(name: string): { store: TransactionalStore; spec: CompiledStore } {
+    const s = this.#stores.get(name);
+    if (!s) throw new UnknownStoreError(this.id, name);
+    return s;
+  }
+
+  /** Applies one changelog record (null value = tombstone) to committed state. */
+  restore(store: string, key: Buffer, value: Buffer | null): void {
+    this.#store(store).store.restore(key, value);
+    for (const n of this.#stateful) n.reset();
+  }
+
+  /**
+   * Processes one input record. Everything it emits (outputs, repartition records, changelog records,
+   * dead letters) reaches `collector` only once the record is done, and a record that fails leaves
+   * nothing behind except its dead letter. Returns a promise only when an async stage is involved.
+   */
+  process(record: IncomingRecord, collector: RecordCollector): Step {
+    const ctx = this.#ctx;
+    if (ctx.busy) throw new TaskBusyError(this.id);
+    const source = this.#sources.get(record.topic);
+    if (!source) throw new UnknownSourceTopicError(this.id, record.topic, this.inputTopics);
+    ctx.current = record;
+    ctx.seq++;
+    let r: Step;
+    try {
+      r = source.run(undefined, undefined);
+    } catch (e) {
+      return this.#fail(e, collector);
+    }
+    if (r === undefined) return this.#succeed(collector);
+    ctx.busy = true;
+    return r.then(
+      () => {
+        ctx.busy = false;
+        this.#succeed(collector);
+      },
+      (e: unknown) => {
+        ctx.busy = false;
+        this.#fail(e, collector);
+      },
+    );
+  }
+
+  /**
+   * Moves stream time forward without a record (idle partitions, the test driver's clock), which
+   * closes windows. Has no input record, so a failure here is thrown rather than dead-lettered.
+   */
+  advanceStreamTime(timestamp: number, collector: RecordCollector): Step {
+    const ctx = this.#ctx;
+    if (ctx.busy) throw new TaskBusyError(this.id);
+    ctx.current = { topic: `${this.id}-stream-time`, partition: this.partition, offset: -1, key: null, value: null, timestamp, headers: [] };
+    ctx.seq++;
+    let r: Step;
+    try {
+      r = ctx.observe(timestamp);
+    } catch (e) {
+      this.#discard();
+      throw e;
+    }
+    if (r === undefined) return this.#release(collector);
+    ctx.busy = true;
+    return r.then(
+      () => {
+        ctx.busy = false;
+        this.#release(collector);
+      },
+      (e: unknown) => {
+        ctx.busy = false;
+        this.#discard();
+        throw e;
+      },
+    );
+  }
+
+  #release(collector: RecordCollector): void {
+    const out = this.#ctx.out;
+    for (const s of this.#storeList) s.endRecord(true);
+    for (let i = 0; i < out.length; i++) collector.send(out[i]!);
+    out.length = 0;
+  }
+
+  #discard(): void {
+    for (const s of this.#storeList) s.endRecord(false);
+    this.#ctx.out.length = 0;
+    for (const n of this.#stateful) n.reset();
+  }
+
+  #succeed(collector: RecordCollector): void {
+    this.#release(collector);
+    this.#ctx.metrics.recordsProcessed++;
+  }
+
+  #fail(e: unknown, collector: RecordCollector): void {
+    this.#discard();
+    if (!(e instanceof StageFailure)) throw e;
+    this.#ctx.metrics.recordsProcessed++;
+    this.#ctx.metrics.deadLettered++;
+    collector.send(this.#ctx.failureRecord(e));
+  }
+
+  /** The transaction committed: buffered store writes become the committed state. */
+  commit(): void {
+    for (const s of this.#storeList) s.commit();
+    this.#committedStreamTime = this.#ctx.streamTime;
+  }
+
+  /** The transaction aborted: every store write and the stream time go back to the last commit. */
+  rollback(): void {
+    for (const s of this.#storeList) s.rollback();
+    this.#ctx.streamTime = this.#committedStreamTime;
+    this.#ctx.out.length = 0;
+    for (const n of this.#stateful) n.reset();
+  }
+
+  /**
+   * Reads a store's current (uncommitted included) value. Window stores take a `Windowed<K>` key
+   * (`end` is ignored). For tests and diagnostics, not the hot path.
+   */
+  get(store: string, key: unknown): unknown {
+    const { store: s, spec } = this.#store(store);
+    const kctx = { topic: spec.changelogTopic, role: 'key' as const };
+    let kb: Buffer;
+    if (spec.window) {
+      const w = key as Windowed<unknown>;
+      kb = windowStoreKey(spec.keySerde.serialize(w.key, kctx) ?? Buffer.alloc(0), w.start);
+    } else kb = spec.keySerde.serialize(key, kctx) ?? Buffer.alloc(0);
+    const v = s.get(kb);
+    return v === undefined ? undefined : spec.valueSerde.deserialize(v, { topic: spec.changelogTopic, role: 'value' });
+  }
+
+  /** Every entry of a store, decoded; window stores yield `Windowed<K>` keys. */
+  entries(store: string): Array<[unknown, unknown]> {
+    const { store: s, spec } = this.#store(store);
+    const kctx = { topic: spec.changelogTopic, role: 'key' as const };
+    const vctx = { topic: spec.changelogTopic, role: 'value' as const };
+    const out: Array<[unknown, unknown]> = [];
+    for (const [k, v] of s.entries()) {
+      let key: unknown;
+      if (spec.window) {
+        const { inner, start } = splitWindowStoreKey(k);
+        key = { key: spec.keySerde.deserialize(inner, kctx), start, end: start + spec.window.sizeMs };
+      } else key = spec.keySerde.deserialize(k, kctx);
+      out.push([key, spec.valueSerde.deserialize(v, vctx)]);
+    }
+    return out;
+  }
+}

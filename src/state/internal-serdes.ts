@@ -1,0 +1,11 @@
+import type { Serde } from '../serdes/serde.ts';
+
+/**
+ * Numbers as UTF-8 decimal text, so `count()` output reads as JSON and the changelog stays
+ * human-readable. Used for counts, versions and dedupe timestamps.
+ */
+export const countSerde: Serde<number> = {
+  name: 'number',
+  serialize: (value) => Buffer.from(String(value), 'utf8'),
+  deserialize: (data) => (data === null ? Number.NaN : Number(data.toString('utf8'))),
+};

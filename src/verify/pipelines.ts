@@ -1,0 +1,123 @@
+import type { IncomingRecord } from '../runtime/records.ts';
+import { ordersInput, prng, type InputRecord } from './orders-input.ts';
+import { recordId, type ExpectationModel } from './verify.ts';
+
+/**
+ * The example topologies the chaos harness, the demo and the benchmarks run, each with an
+ * expectation model written from the topology's documented meaning, not from its code.
+ */
+export interface Pipeline {
+  readonly name: PipelineName;
+  readonly file: string;
+  /** Environment that points the topology file at the run's topics. */
+  env(input: string, output: string): Record<string, string>;
+  input(opts: { records: number; seed: number; poison: number }): InputRecord[];
+  readonly model: ExpectationModel;
+}
+
+export type PipelineName = 'orders' | 'word-count';
+
+interface OrderLike {
+  eventId: string;
+  orderId: string;
+  customerId: string;
+  status: string;
+  version: number;
+  amount: number;
+}
+
+function parseOrder(r: IncomingRecord): OrderLike | undefined {
+  try {
+    const v = JSON.parse(r.value?.toString() ?? 'null') as OrderLike | null;
+    return v && typeof v.eventId === 'string' ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Input in the order the worker sees it: per partition, by offset. */
+function inPartitionOrder(inputs: readonly IncomingRecord[]): IncomingRecord[] {
+  return [...inputs].sort((a, b) => a.partition - b.partition || a.offset - b.offset);
+}
+
+/**
+ * topology/orders.ts: drop repeated event ids (dedupe, per input partition), keep an event only if
+ * its version is newer than the last kept one of its order (version guard); a customer's total is
+ * the sum of the amounts of its orders whose latest kept status is PAID.
+ */
+function ordersModel(): ExpectationModel {
+  const run = (inputs: readonly IncomingRecord[]) => {
+    const seen = new Set<string>();
+    const version = new Map<string, number>();
+    const firstSeen: IncomingRecord[] = [];
+    const latest = new Map<string, OrderLike>();
+    for (const r of inPartitionOrder(inputs)) {
+      const o = parseOrder(r);
+      if (!o) continue;
+      if (seen.has(o.eventId)) continue;
+      seen.add(o.eventId);
+      firstSeen.push(r);
+      if ((version.get(o.orderId) ?? -Infinity) >= o.version) continue;
+      version.set(o.orderId, o.version);
+      latest.set(o.orderId, o);
+    }
+    return { firstSeen, latest };
+  };
+  return {
+    name: 'orders: dedupe → version guard → paid total per customer',
+    expectedProducers: (inputs) => {
+      // Every first occurrence of an event id is re-keyed by order id into the repartition topic.
+      const ids = new Set(run(inputs).firstSeen.map(recordId));
+      // A poison record must end in the dead-letter topic: it too must trace back.
+      for (const r of inputs) if (!parseOrder(r)) ids.add(recordId(r));
+      return ids;
+    },
+    expectedFinal: (inputs) => {
+      const totals = new Map<string, number>();
+      for (const o of run(inputs).latest.values()) totals.set(o.customerId, (totals.get(o.customerId) ?? 0) + (o.status === 'PAID' ? o.amount : 0));
+      return new Map([...totals].map(([k, v]) => [k, String(v)]));
+    },
+    readOutput: (r) => ({ key: r.key?.toString() ?? '', value: String(JSON.parse(r.value?.toString() ?? 'null')) }),
+  };
+}
+
+const WORDS = ['kafka', 'stream', 'exactly', 'once', 'offset', 'commit', 'abort', 'fence', 'epoch', 'replica', 'topic', 'partition', 'state', 'store', 'changelog', 'window'];
+
+const splitWords = (line: string): string[] => line.toLowerCase().split(/[^\p{L}\p{N}']+/u).filter((w) => w.length > 0);
+
+/** topology/word-count.ts: split lines into lower-case words, count each word. */
+function wordCountModel(): ExpectationModel {
+  return {
+    name: 'word-count: split → re-key by word → count',
+    expectedProducers: (inputs) => new Set(inputs.filter((r) => splitWords(r.value?.toString() ?? '').length > 0).map(recordId)),
+    expectedFinal: (inputs) => {
+      const counts = new Map<string, number>();
+      for (const r of inputs) for (const w of splitWords(r.value?.toString() ?? '')) counts.set(w, (counts.get(w) ?? 0) + 1);
+      return new Map([...counts].map(([k, v]) => [k, String(v)]));
+    },
+    readOutput: (r) => ({ key: r.key?.toString() ?? '', value: String(JSON.parse(r.value?.toString() ?? 'null')) }),
+  };
+}
+
+export const pipelines: Record<PipelineName, Pipeline> = {
+  orders: {
+    name: 'orders',
+    file: 'topology/orders.ts',
+    env: (input, output) => ({ ONCEFLOW_ORDERS_INPUT: input, ONCEFLOW_ORDERS_OUTPUT: output }),
+    input: ({ records, seed, poison }) => ordersInput({ records, seed, poison }),
+    model: ordersModel(),
+  },
+  'word-count': {
+    name: 'word-count',
+    file: 'topology/word-count.ts',
+    env: (input, output) => ({ ONCEFLOW_WORDS_INPUT: input, ONCEFLOW_WORDS_OUTPUT: output }),
+    input: ({ records, seed }) => {
+      const rand = prng(seed);
+      return Array.from({ length: records }, (_, i) => ({
+        key: `line-${i}`,
+        value: Array.from({ length: 3 + Math.floor(rand() * 8) }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(' '),
+      }));
+    },
+    model: wordCountModel(),
+  },
+};

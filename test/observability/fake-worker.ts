@@ -1,0 +1,45 @@
+import { EventEmitter } from 'node:events';
+import { parseWorkerConfig, transactionalId, type WorkerConfig, type WorkerConfigInput } from '../../src/runtime/config.ts';
+import type { WorkerEvent, WorkerStats } from '../../src/runtime/worker.ts';
+import type { ObservedWorker } from '../../src/observability/worker-view.ts';
+
+/** A stand-in that emits the real worker's events and holds its stats, for unit tests of what observes it. */
+export class FakeWorker extends EventEmitter implements ObservedWorker {
+  readonly config: WorkerConfig;
+  readonly stats: WorkerStats = {
+    recordsConsumed: 0,
+    recordsProduced: 0,
+    transactionsCommitted: 0,
+    transactionsAborted: 0,
+    rebalances: 0,
+    fencings: 0,
+    tasks: 0,
+    restoredRecords: 0,
+    deadLettered: 0,
+    lastCommitAt: 0,
+  };
+  private failure: unknown;
+
+  constructor(config: Partial<WorkerConfigInput> = {}) {
+    super();
+    this.config = parseWorkerConfig({ bootstrap: '127.0.0.1:1', appId: 'orders', instanceId: 'w1', ...config });
+  }
+
+  get transactionalId(): string {
+    return transactionalId(this.config);
+  }
+
+  send(e: WorkerEvent): void {
+    this.emit('event', e);
+  }
+
+  /** The loop dying: done() rejects, then `stopped` is emitted, as Worker.loop's finally does. */
+  die(error: unknown): void {
+    this.failure = error;
+    this.send({ type: 'stopped' });
+  }
+
+  done(): Promise<void> {
+    return this.failure === undefined ? Promise.resolve() : Promise.reject(this.failure);
+  }
+}

@@ -1,0 +1,96 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { TopologyBuilder } from '../../src/dsl/builder.ts';
+import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
+import { TopologyTestDriver } from '../../src/testing/test-driver.ts';
+import { murmur2, partitionFor } from '../../src/testing/partitioner.ts';
+import { wordCountTopology } from '../../topology/word-count.ts';
+
+function sumTopology() {
+  const app = new TopologyBuilder({ appId: 'sum' });
+  app.stream('in', { key: stringSerde, value: jsonSerde<number>() }).groupByKey().aggregate(() => 0, (_k, v, s) => s + v, { state: jsonSerde<number>(), name: 'totals' }).toStream().to('out');
+  return app;
+}
+
+test('with autoCommit off, outputs become visible only on commit and abort rolls state back', () => {
+  const driver = new TopologyTestDriver(sumTopology(), { autoCommit: false });
+  const input = driver.input<string, number>('in');
+  const out = driver.output<string, number>('out');
+  input.pipe('a', 1);
+  assert.equal(out.isEmpty(), true);
+  driver.commit();
+  assert.deepEqual(out.readKeyValues(), [['a', 1]]);
+  input.pipe('a', 10);
+  assert.equal(driver.store<string, number>('totals').get('a'), 11);
+  driver.abort();
+  assert.equal(driver.store<string, number>('totals').get('a'), 1);
+  assert.equal(out.isEmpty(), true);
+  input.pipe('a', 2);
+  driver.commit();
+  assert.deepEqual(out.readKeyValues(), [['a', 3]]);
+  assert.deepEqual(driver.records('sum-totals-changelog').map((r) => r.value?.toString()), ['1', '3']);
+});
+
+test('abort with redeliver replays the aborted inputs from the same offsets', () => {
+  const driver = new TopologyTestDriver(sumTopology(), { autoCommit: false });
+  const input = driver.input<string, number>('in');
+  input.pipe('a', 1);
+  input.pipe('a', 2);
+  driver.abort({ redeliver: true });
+  driver.commit();
+  assert.deepEqual(driver.output('out').readRecords().map((r) => [r.key, r.value, r.offset]), [['a', 1, 0], ['a', 3, 1]]);
+});
+
+test('downstream sub-topologies see repartition records only after the upstream commit', () => {
+  const driver = new TopologyTestDriver(wordCountTopology(), { autoCommit: false });
+  driver.input<string, string>('lines').pipe('l', 'x y');
+  assert.equal(driver.records('word-count-counts-repartition').length, 0);
+  assert.deepEqual(driver.store('counts').entries(), []);
+  driver.commit();
+  assert.equal(driver.records('word-count-counts-repartition').length, 2);
+  assert.deepEqual(driver.store<string, number>('counts').entries().sort(), [['x', 1], ['y', 1]]);
+});
+
+test('keys are placed by Kafka murmur2 and each partition gets its own task', () => {
+  // reference values from the Java client's Utils.murmur2
+  assert.equal(murmur2(Buffer.from('21')), -973932308);
+  assert.equal(murmur2(Buffer.from('foobar')), -790332482);
+  assert.equal(murmur2(Buffer.from('a-little-bit-long-string')), -985981536);
+  assert.equal(partitionFor(Buffer.from('foobar'), 3), (-790332482 & 0x7fffffff) % 3);
+  const driver = new TopologyTestDriver(sumTopology(), { partitions: 4 });
+  const input = driver.input<string, number>('in');
+  for (const k of ['a', 'b', 'c', 'd', 'e', 'f']) input.pipe(k, 1);
+  const parts = driver.output('out').readRecords().map((r) => r.partition);
+  assert.deepEqual(parts, ['a', 'b', 'c', 'd', 'e', 'f'].map((k) => partitionFor(Buffer.from(k), 4)));
+  assert.equal(driver.store<string, number>('totals').get('e'), 1);
+});
+
+test('unknown topics and stores fail with typed errors', () => {
+  const driver = new TopologyTestDriver(sumTopology());
+  assert.throws(() => driver.input('nope'), { code: 'UNKNOWN_TEST_TOPIC', message: /input topics: in/ });
+  assert.throws(() => driver.output('nope'), { code: 'UNKNOWN_TEST_TOPIC', message: /output topics: out/ });
+  assert.throws(() => driver.store('nope'), { code: 'UNKNOWN_TEST_STORE', message: /stores: totals/ });
+});
+
+test('the driver refuses a second call while an async one is pending', async () => {
+  const app = new TopologyBuilder({ appId: 'busy' });
+  app.stream('in', { key: stringSerde, value: stringSerde }).effect('wait', () => new Promise((r) => setImmediate(r))).to('out');
+  const driver = new TopologyTestDriver(app);
+  const input = driver.input<string, string>('in');
+  const p = input.pipe('a', 'x');
+  assert.throws(() => input.pipe('b', 'y'), { code: 'DRIVER_BUSY' });
+  await p;
+  await input.pipe('b', 'y');
+  assert.deepEqual(driver.output('out').readValues(), ['x', 'y']);
+});
+
+test('an aborted transaction rewinds stream time, so replays close windows the same way', () => {
+  const driver = new TopologyTestDriver(sumTopology(), { autoCommit: false });
+  const input = driver.input<string, number>('in');
+  input.pipe('a', 1, { timestamp: 100 });
+  driver.commit();
+  input.pipe('a', 1, { timestamp: 900 });
+  assert.equal(driver.task(0, 0).streamTime, 900);
+  driver.abort();
+  assert.equal(driver.task(0, 0).streamTime, 100);
+});
