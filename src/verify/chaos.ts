@@ -5,7 +5,7 @@ import { readClusterInfo, restartBroker, startLocalCluster, stopLocalCluster, ty
 import { projectRoot } from '../kafka/paths.ts';
 import { compile } from '../graph/compile.ts';
 import { loadTopology } from '../dsl/load.ts';
-import { CHAOS_PHASES } from '../runtime/worker.ts';
+import { CHAOS_PHASES, type ChaosPhase } from '../runtime/worker.ts';
 import { pipelines, type PipelineName } from './pipelines.ts';
 import { prng, produceAll } from './orders-input.ts';
 import { waitCaughtUp } from './progress.ts';
@@ -31,6 +31,8 @@ export interface ChaosOptions {
   readonly log?: (line: string) => void;
   /** Test-only: workers commit offsets outside the transaction, which the verifier must catch. */
   readonly brokenWorker?: boolean;
+  /** Place every kill in this transaction phase (default: every other kill in a random phase). */
+  readonly phase?: ChaosPhase;
 }
 
 export interface ChaosResult {
@@ -125,7 +127,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
           if (!victim) return;
           const w = live.get(victim)!;
           // Every other kill is placed inside a transaction phase by the worker itself, on its restart.
-          const phase = k % 2 === 1 ? CHAOS_PHASES[Math.floor(rand() * CHAOS_PHASES.length)] : undefined;
+          const phase = opts.phase ?? (k % 2 === 1 ? CHAOS_PHASES[Math.floor(rand() * CHAOS_PHASES.length)] : undefined);
           w.kill('SIGKILL');
           await w.exit();
           killPhases.random = (killPhases.random ?? 0) + 1;

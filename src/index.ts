@@ -1,0 +1,14 @@
+/** onceflow's public API: declare a topology, test it without a broker, run it exactly-once, verify it. */
+export * from './dsl/index.ts';
+export { compile, CompiledTopology } from './graph/index.ts';
+export * from './serdes/index.ts';
+export { TopologyTestDriver } from './testing/index.ts';
+export type { TestDriverOptions, PipeOptions, TestRecord, DeadLetter } from './testing/index.ts';
+export { Worker, LINEAGE, type WorkerEvent, type WorkerStats } from './runtime/worker.ts';
+export { parseWorkerConfig, ConfigError, type WorkerConfig, type WorkerConfigInput } from './runtime/config.ts';
+export { RetriableError, PermanentError } from './runtime/stage-errors.ts';
+export { WorkerError } from './runtime/txn-errors.ts';
+export * as effects from './effects/index.ts';
+export { verify, formatReport, type ExpectationModel, type VerifyReport } from './verify/verify.ts';
+export { startObservability, attachMetrics, createLogger, attachLogging } from './observability/index.ts';
+export { OnceflowError, isOnceflowError } from './errors.ts';
