@@ -1,5 +1,5 @@
 import { TopologyBuilder } from '../src/dsl/builder.ts';
-import { jsonSerde, stringSerde } from '../src/serdes/index.ts';
+import { jsonSerde, registryAvroSerde, stringSerde, type Serde } from '../src/serdes/index.ts';
 import { applyOrder, emptyCustomerPaid, eventIdOf, versionOf, type CustomerPaid, type Order } from '../processors/orders.ts';
 
 export interface OrdersTopologyOptions {
@@ -8,6 +8,13 @@ export interface OrdersTopologyOptions {
   readonly appId?: string;
   /** How long an event id is remembered for dedupe (stream time). */
   readonly dedupeTtlMs?: number;
+  /** `avro`: order events in the Confluent wire format, schema topology/order.avsc registered in the schema registry. */
+  readonly format?: 'json' | 'avro';
+}
+
+/** The value serde of the order events: the only thing that changes between JSON and registry Avro. */
+export function orderSerde(format: 'json' | 'avro'): Serde<Order> {
+  return format === 'avro' ? registryAvroSerde<Order>({ schema: new URL('./order.avsc', import.meta.url) }) : jsonSerde<Order>();
 }
 
 export const ORDERS_DEFAULTS = { input: 'orders', output: 'customer-paid-totals', appId: 'orders', dedupeTtlMs: 3_600_000 } as const;
@@ -25,7 +32,7 @@ export function ordersTopology(opts: OrdersTopologyOptions = {}): TopologyBuilde
   const o = { ...ORDERS_DEFAULTS, ...opts };
   const app = new TopologyBuilder({ appId: o.appId });
   app
-    .stream(o.input, { key: stringSerde, value: jsonSerde<Order>() })
+    .stream(o.input, { key: stringSerde, value: orderSerde(o.format ?? 'json') })
     .dedupe(eventIdOf, { ttlMs: o.dedupeTtlMs, name: 'order-events-seen' })
     .selectKey((_key, order) => order.orderId, { key: stringSerde })
     .latestByVersion(versionOf, { name: 'order-versions' })
@@ -41,4 +48,5 @@ export function ordersTopology(opts: OrdersTopologyOptions = {}): TopologyBuilde
 export default ordersTopology({
   ...(process.env.ONCEFLOW_ORDERS_INPUT ? { input: process.env.ONCEFLOW_ORDERS_INPUT } : {}),
   ...(process.env.ONCEFLOW_ORDERS_OUTPUT ? { output: process.env.ONCEFLOW_ORDERS_OUTPUT } : {}),
+  ...(process.env.ONCEFLOW_ORDERS_FORMAT === 'avro' ? { format: 'avro' as const } : {}),
 });

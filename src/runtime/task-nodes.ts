@@ -1,3 +1,4 @@
+import { OnceflowError } from '../errors.ts';
 import type { Serde, SerdeContext } from '../serdes/serde.ts';
 import type { StageSpec } from '../dsl/nodes.ts';
 import type { EffectContext, RetryPolicy, WindowSpec, Windowed } from '../dsl/types.ts';
@@ -34,6 +35,11 @@ export interface TaskEnvironment {
 }
 
 const MAX_STACK = 8192;
+
+/** Errors that say of themselves that a later try may succeed (the registry being down). */
+function isTransient(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && (e as { retriable?: unknown }).retriable === true;
+}
 
 function header(key: string, value: string): RecordHeader {
   return { key, value: Buffer.from(value, 'utf8') };
@@ -248,8 +254,9 @@ export class SourceNode extends RtNode {
       key = this.#keySerde.deserialize(rec.key, this.#keyCtx);
       value = this.#valueSerde.deserialize(rec.value, this.#valueCtx);
     } catch (e) {
-      if (e instanceof RetriableError) throw e;
-      throw new StageFailure(this.name, e, 1, 'DESERIALIZATION_FAILED');
+      if (e instanceof RetriableError || isTransient(e)) throw e;
+      // A serde's own code (WIRE_MAGIC_BYTE, JSON_INVALID, ...) says more than a generic one.
+      throw new StageFailure(this.name, e, 1, e instanceof OnceflowError ? e.code : 'DESERIALIZATION_FAILED');
     }
     let ts = rec.timestamp;
     if (this.#extract) {

@@ -267,6 +267,7 @@ export class Worker extends EventEmitter {
     if (this.loopEnded) this.handleRebalancesNow();
   }
   private loopEnded = false;
+  private transientFailures = 0;
 
   private handleRebalancesNow(): void {
     // During close there is no open transaction: hand partitions back at once so close does not hang.
@@ -371,10 +372,17 @@ export class Worker extends EventEmitter {
           try {
             await this.processBatch(batch);
           } catch (e) {
+            if (isTransientError(e)) {
+              // Not the record's fault (e.g. the schema registry is down): drop this attempt whole and read again.
+              await this.abort(`transient failure, retrying: ${describeKafkaError(e)}`);
+              await sleep(Math.min(5_000, 250 * 2 ** Math.min(this.transientFailures++, 5)));
+              continue;
+            }
             if (!isKafkaError(e)) throw e;
             await this.recover(e);
             continue;
           }
+          this.transientFailures = 0;
         }
         if (this.txnOpen && (Date.now() - this.txnStartedAt >= this.config.commitIntervalMs || this.txnRecords >= this.config.maxRecordsPerTransaction)) {
           await this.commit();
@@ -515,6 +523,8 @@ export class Worker extends EventEmitter {
     try {
       await flush(producer, 30_000);
       if (this.deliveryError) throw this.deliveryError;
+      // The outputs are acknowledged, the offsets not yet committed: a crash here replays them.
+      this.chaosPoint('after-produce');
       if (offsets.length > 0) consumer.commitSync(offsets);
       this.markCommitted();
     } catch (e) {
@@ -638,6 +648,10 @@ function chaosSchedule(spec: string | undefined): { phase: ChaosPhase; remaining
   const [phase, n] = spec.split(':');
   if (!CHAOS_PHASES.includes(phase as ChaosPhase)) return undefined;
   return { phase: phase as ChaosPhase, remaining: Math.max(1, Number(n) || 1) };
+}
+
+function isTransientError(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && !isKafkaError(e) && ((e as { retriable?: unknown }).retriable === true || (e as { code?: unknown }).code === 'RETRIABLE');
 }
 
 function isKafkaError(e: unknown): e is LibrdKafkaError {

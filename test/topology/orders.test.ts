@@ -73,7 +73,7 @@ test('undecodable JSON goes to the dead-letter topic with the original bytes and
   send(order('e1', 'o1', 'alice', 'PAID', 1, 10));
   const [dl, ...rest] = driver.deadLetters();
   assert.equal(rest.length, 0);
-  assert.equal(dl!.code, 'DESERIALIZATION_FAILED');
+  assert.equal(dl!.code, 'JSON_INVALID');
   assert.equal(dl!.value?.toString(), '{not json');
   assert.equal(dl!.key?.toString(), 'o1');
   assert.equal(dl!.timestamp, 5);
