@@ -13,7 +13,7 @@ import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { startLocalCluster, stopLocalCluster } from '../src/kafka/local-cluster.ts';
+import { stopLocalCluster } from '../src/kafka/local-cluster.ts';
 import { ensureTopics, withAdmin, type AdminClient, type TopicSpec } from '../src/kafka/admin.ts';
 import { connectProducer, disconnect, flush } from '../src/kafka/clients.ts';
 import { produceAll } from '../src/verify/orders-input.ts';
@@ -22,7 +22,7 @@ import { readTopic } from '../src/kafka/read-topic.ts';
 import { loadTopology } from '../src/dsl/load.ts';
 import { compile } from '../src/graph/compile.ts';
 import type { TopologyBuilder } from '../src/dsl/builder.ts';
-import { OutputReader, endOffsets, groupProgress, percentile, sampleProc, type ProcSample } from './lib/measure.ts';
+import { GroupOffsets, OutputReader, endOffsets, groupProgress, percentile, sampleProc, type ProcSample } from './lib/measure.ts';
 import { CONTENDERS, PIPELINES, ensureKafkaStreamsPeer, launchSpec, onceflowTopologyFile, type BenchPipeline, type ContenderName } from './lib/contenders.ts';
 import { PROBE_PREFIX, inputFor, modelFor, probeRecord } from './lib/models.ts';
 import { summarize, renderTable, renderSvg, updateReadme, type RunResult, type BenchResults } from './lib/report.ts';
@@ -40,6 +40,7 @@ const { values: flags } = parseArgs({
     'probe-rate': { type: 'string' },
     'probe-seconds': { type: 'string' },
     'run-timeout-s': { type: 'string' },
+    'sweep-pipelines': { type: 'string' },
   },
   allowPositionals: false,
 });
@@ -48,11 +49,12 @@ const log = (s: string) => process.stderr.write(`[bench ${new Date().toISOString
 
 /**
  * Backlog sizes that keep onceflow exactly_once, the slowest contender, busy for 20 s or more on the
- * 2-core machine they were sized on (filter-map ≈ 16k rec/s); faster contenders finish sooner on the
- * same input, so their figures rest on shorter windows.
+ * 2-core machine they were sized on (filter-map ≈ 20k rec/s, word-count ≈ 300 lines/s = ~2k words/s
+ * through the repartition, orders ≈ 500 rec/s); faster contenders finish the same input sooner, so
+ * their figures rest on shorter windows.
  */
-const DEFAULT_RECORDS: Record<BenchPipeline, number> = { 'filter-map': 400_000, 'word-count': 250_000, orders: 250_000 };
-const QUICK_RECORDS: Record<BenchPipeline, number> = { 'filter-map': 30_000, 'word-count': 20_000, orders: 20_000 };
+const DEFAULT_RECORDS: Record<BenchPipeline, number> = { 'filter-map': 350_000, 'word-count': 8_000, orders: 12_000 };
+const QUICK_RECORDS: Record<BenchPipeline, number> = { 'filter-map': 20_000, 'word-count': 1_500, orders: 4_000 };
 
 const quick = flags.quick ?? false;
 const pipelinesToRun = (flags.pipelines?.split(',').map((s) => s.trim()).filter(Boolean) ?? [...PIPELINES]) as BenchPipeline[];
@@ -64,7 +66,11 @@ const sweep = !(flags['no-sweep'] ?? false);
 const probeRate = Number(flags['probe-rate'] ?? 200);
 const probeSeconds = Number(flags['probe-seconds'] ?? (quick ? 4 : 10));
 const runTimeoutMs = Number(flags['run-timeout-s'] ?? 900) * 1000;
-const recordsFor = (p: BenchPipeline) => (flags.records ? Number(flags.records) : (quick ? QUICK_RECORDS : DEFAULT_RECORDS)[p]);
+// --records N for every pipeline, or per pipeline: --records filter-map=150000,orders=6000
+const recordsFlag = new Map((flags.records ?? '').split(',').filter((x) => x.includes('=')).map((x) => x.split('=') as [string, string]));
+const recordsFor = (p: BenchPipeline) =>
+  recordsFlag.has(p) ? Number(recordsFlag.get(p)) : flags.records && !flags.records.includes('=') ? Number(flags.records) : (quick ? QUICK_RECORDS : DEFAULT_RECORDS)[p];
+const sweepPipelines = flags['sweep-pipelines']?.split(',') ?? undefined;
 const PARTITIONS = 6;
 const SWEEP_MS = [10, 100, 1000];
 
@@ -98,8 +104,15 @@ if (contenders.includes('kafka-streams-eos')) {
 if (!bootstrap) {
   clusterDir = join(tmpDir, 'cluster');
   log(`starting a local broker in ${clusterDir}`);
-  const info = await startLocalCluster({ dir: clusterDir, withRegistry: false });
-  bootstrap = info.bootstrap;
+  // Started from a separate node process: the admin clients its readiness probe creates and drops
+  // were seen to crash this process (SIGSEGV) later, when garbage-collected under a large backlog.
+  const r = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', '-e', `import('./src/kafka/local-cluster.ts').then(async (m) => { const i = await m.startLocalCluster({ dir: ${JSON.stringify(clusterDir)}, withRegistry: false }); process.stdout.write(i.bootstrap); process.exit(0); })`],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  if (r.status !== 0 || !r.stdout.trim()) throw new Error(`could not start the local broker (exit ${r.status})`);
+  bootstrap = r.stdout.trim();
 }
 const BOOT = bootstrap;
 log(`broker ${BOOT}`);
@@ -129,7 +142,7 @@ try {
 
     const plan: { contender: ContenderName; round: number; commitMs: number; sweep: boolean }[] = [];
     for (let round = 1; round <= rounds; round++) for (const c of contenders) plan.push({ contender: c, round, commitMs: 100, sweep: false });
-    if (sweep && contenders.includes('onceflow-eos')) for (const ms of SWEEP_MS) if (ms !== 100) plan.push({ contender: 'onceflow-eos', round: 1, commitMs: ms, sweep: true });
+    if (sweep && contenders.includes('onceflow-eos') && (!sweepPipelines || sweepPipelines.includes(pipeline))) for (const ms of SWEEP_MS) if (ms !== 100) plan.push({ contender: 'onceflow-eos', round: 1, commitMs: ms, sweep: true });
 
     for (const step of plan) {
       if (interrupted) break;
@@ -241,6 +254,7 @@ async function runOne(o: RunOne): Promise<RunResult> {
     const inputRecords = [...ends.values()].reduce((x, y) => x + y, 0);
     const reader = new OutputReader(BOOT, output, PARTITIONS);
     await reader.start();
+    const group = new GroupOffsets(BOOT, o.appId);
 
     const spec = launchSpec(o.contender, { pipeline: o.pipeline, bootstrap: BOOT, input: o.input, output, appId: o.appId, commitIntervalMs: o.commitMs });
     const startedAt = Date.now();
@@ -249,7 +263,7 @@ async function runOne(o: RunOne): Promise<RunResult> {
     children.add(pid);
     const errLog = createWriteStream(join(tmpDir, `${o.appId}.err`));
     child.stderr.pipe(errLog);
-    const events = { committed: 0, committedRecords: 0, aborted: 0, firstCommitAt: undefined as number | undefined, lastCommitAt: undefined as number | undefined, errors: [] as string[] };
+    const events = { readyAt: undefined as number | undefined, committed: 0, committedRecords: 0, aborted: 0, firstCommitAt: undefined as number | undefined, lastCommitAt: undefined as number | undefined, errors: [] as string[] };
     let buf = '';
     const outLog = createWriteStream(join(tmpDir, `${o.appId}.out`));
     child.stdout.on('data', (d: Buffer) => {
@@ -260,7 +274,10 @@ async function runOne(o: RunOne): Promise<RunResult> {
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
         try {
-          const e = JSON.parse(line) as { type: string; at?: number; records?: number; reason?: string; message?: string };
+          const e = JSON.parse(line) as { type: string; at?: number; records?: number; reason?: string; message?: string; state?: string };
+          // Ready = partitions assigned and state restored: onceflow `assigned`, Kafka Streams RUNNING,
+          // the copy loop's first batch. Start-up before it is not part of throughput.
+          if (e.type === 'assigned' || (e.type === 'state' && e.state === 'RUNNING') || e.type === 'ready') events.readyAt ??= e.at;
           if (e.type === 'committed') {
             events.committed++;
             events.committedRecords += e.records ?? 0;
@@ -282,14 +299,15 @@ async function runOne(o: RunOne): Promise<RunResult> {
     const sampler = setInterval(() => (last = sampleProc(pid) ?? last), 200);
     let error: string | undefined;
 
-    // Phase 1: the backlog. Throughput is taken from the group's own commits: from the first poll that
-    // sees any input committed to the poll that sees everything through (see groupProgress).
+    // Phase 1: the backlog. Throughput runs from the contender being ready to the poll of the group's
+    // committed offsets that sees everything through (see groupProgress).
     let doneAt: number | undefined;
     let firstProgress: { at: number; committed: number } | undefined;
     while (!interrupted && exited === undefined) {
       const at = Date.now();
-      const pr = await groupProgress(a, o.appId, o.input, ends, repartitionTopics(o)).catch(() => ({ committed: 0, done: false, behind: -1 }));
+      const pr = await groupProgress(a, group, o.input, ends, repartitionTopics(o)).catch(() => ({ committed: 0, done: false, behind: -1 }));
       if (pr.committed > 0) firstProgress ??= { at, committed: pr.committed };
+      outLog.write(`${JSON.stringify({ at, type: 'bench-progress', ...pr })}\n`);
       if (pr.done) {
         doneAt = at;
         break;
@@ -330,7 +348,7 @@ async function runOne(o: RunOne): Promise<RunResult> {
       const probeEnds = await endOffsets(a, o.input);
       const until = Date.now() + 30_000;
       while (Date.now() < until && !interrupted) {
-        const pr = await groupProgress(a, o.appId, o.input, probeEnds, repartitionTopics(o)).catch(() => ({ committed: 0, done: false, behind: -1 }));
+        const pr = await groupProgress(a, group, o.input, probeEnds, repartitionTopics(o)).catch(() => ({ committed: 0, done: false, behind: -1 }));
         if (pr.done) break;
         await sleep(100);
       }
@@ -348,16 +366,19 @@ async function runOne(o: RunOne): Promise<RunResult> {
     clearTimeout(killTimer);
     children.delete(pid);
     await reader.stop();
+    await group.close();
 
+    // Without a readiness event, the first poll that saw progress stands in (later than ready).
+    const readyAt = events.readyAt ?? firstProgress?.at;
     const windowMs = firstVisibleAt !== undefined && lastVisibleAt !== undefined ? lastVisibleAt - firstVisibleAt : undefined;
     const result: RunResult = {
       ...base,
       inputRecords,
-      throughput: doneAt !== undefined && firstProgress && doneAt > firstProgress.at ? (inputRecords - firstProgress.committed) / ((doneAt - firstProgress.at) / 1000) : undefined,
-      windowMs: doneAt !== undefined && firstProgress ? doneAt - firstProgress.at : undefined,
+      throughput: doneAt !== undefined && readyAt !== undefined && doneAt > readyAt ? inputRecords / ((doneAt - readyAt) / 1000) : undefined,
+      windowMs: doneAt !== undefined && readyAt !== undefined ? doneAt - readyAt : undefined,
       visibleThroughput: windowMs ? backlogOutputRecords / (windowMs / 1000) : undefined,
       visibleWindowMs: windowMs,
-      startupMs: firstProgress ? firstProgress.at - startedAt : undefined,
+      startupMs: readyAt !== undefined ? readyAt - startedAt : undefined,
       backlogOutputRecords,
       commitEvents: events.committed,
       commitEventThroughput: events.firstCommitAt !== undefined && events.lastCommitAt !== undefined && events.lastCommitAt > events.firstCommitAt ? events.committedRecords / ((events.lastCommitAt - events.firstCommitAt) / 1000) : undefined,

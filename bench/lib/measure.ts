@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
-import { connectConsumer, consumeBatch, disconnect } from '../../src/kafka/clients.ts';
+import { committedOffsets, connectConsumer, consumeBatch, disconnect } from '../../src/kafka/clients.ts';
 import type { AdminClient } from '../../src/kafka/admin.ts';
 
 /**
@@ -130,10 +130,43 @@ export interface Progress {
  * Each contender commits its input offsets only with or after the outputs of those records, so done
  * means every input record has gone all the way through.
  */
-export async function groupProgress(admin: AdminClient, groupId: string, input: string, ends: ReadonlyMap<number, number>, internal: readonly string[] = []): Promise<Progress> {
-  // Named explicitly: a repartition partition the group has not committed on yet is absent from an
-  // unfiltered answer, which would read as "nothing left to do" while its backlog is still untouched.
-  const got = await admin.fetchOffsets({ groupId, topics: [input, ...internal], timeout: 5000 });
+/**
+ * Reads a group's committed offsets through a consumer that never joins it (OffsetFetch only).
+ * Not the admin client's fetchOffsets: on a freshly started broker that crashed the bench process
+ * (SIGSEGV inside the native binding) before the group existed.
+ */
+export class GroupOffsets {
+  private consumer: KafkaConsumer | undefined;
+  constructor(
+    private readonly bootstrap: string,
+    private readonly groupId: string,
+  ) {}
+
+  async fetch(partitions: { topic: string; partition: number }[]): Promise<{ topic: string; partitions: { partition: number; offset: number }[] }[]> {
+    // read_uncommitted: otherwise librdkafka asks for stable offsets and waits out open transactions.
+    this.consumer ??= await connectConsumer({ 'bootstrap.servers': this.bootstrap, 'group.id': this.groupId, 'enable.auto.commit': false, 'isolation.level': 'read_uncommitted' });
+    const got = await committedOffsets(this.consumer, partitions, 5000);
+    const byTopic = new Map<string, { partition: number; offset: number }[]>();
+    for (const o of got) {
+      const list = byTopic.get(o.topic) ?? [];
+      list.push({ partition: o.partition, offset: o.offset ?? -1 });
+      byTopic.set(o.topic, list);
+    }
+    return [...byTopic].map(([topic, ps]) => ({ topic, partitions: ps }));
+  }
+
+  async close(): Promise<void> {
+    if (this.consumer) await disconnect(this.consumer);
+  }
+}
+
+export async function groupProgress(admin: AdminClient, group: GroupOffsets, input: string, ends: ReadonlyMap<number, number>, internal: readonly string[] = []): Promise<Progress> {
+  const internalEnds = new Map<string, Map<number, number>>();
+  for (const t of internal) internalEnds.set(t, await endOffsets(admin, t));
+  const got = await group.fetch([
+    ...[...ends.keys()].map((partition) => ({ topic: input, partition })),
+    ...[...internalEnds].flatMap(([topic, m]) => [...m.keys()].map((partition) => ({ topic, partition }))),
+  ]);
   let committed = 0;
   let behind = 0;
   let done = true;
@@ -151,12 +184,11 @@ export async function groupProgress(admin: AdminClient, groupId: string, input: 
     }
   }
   if (done) {
-    for (const t of got) {
-      if (t.topic === input) continue;
-      const highs = await endOffsets(admin, t.topic);
-      for (const p of t.partitions) {
-        const high = highs.get(p.partition) ?? 0;
-        const c = Math.max(Number(p.offset), 0);
+    for (const topic of internal) {
+      const at = new Map<number, number>();
+      for (const t of got) if (t.topic === topic) for (const p of t.partitions) at.set(p.partition, Number(p.offset));
+      for (const [partition, high] of internalEnds.get(topic) ?? new Map<number, number>()) {
+        const c = Math.max(at.get(partition) ?? 0, 0);
         if (high > 0 && c < high - 1) {
           done = false;
           behind += high - 1 - c;

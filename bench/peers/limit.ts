@@ -50,6 +50,7 @@ let copied = 0;
 while (!stopping) {
   const batch = await consumeBatch(consumer, 1000);
   if (batch.length === 0) continue;
+  if (copied === 0) event({ type: 'ready' });
   for (const m of batch) {
     for (;;) {
       try {

@@ -5,6 +5,7 @@ import { registerConfig } from './config.ts';
 import { registerDemo } from './demo.ts';
 import { registerDescribe } from './describe.ts';
 import { registerDev } from './dev.ts';
+import { registerDlq } from './dlq.ts';
 import { registerOutbox } from './outbox.ts';
 import { registerRun } from './run.ts';
 import { registerStatus } from './status.ts';
@@ -24,6 +25,7 @@ registerDemo(program);
 registerStatus(program);
 registerConfig(program);
 registerOutbox(program);
+registerDlq(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -173,6 +173,9 @@ export class Worker extends EventEmitter {
       {},
     );
     this.consumer.setDefaultConsumeTimeout(50);
+    // Otherwise consume(n) waits up to the timeout for each further message: under a trickle a batch,
+    // and the transaction with it, would stay open for seconds.
+    (this.consumer as unknown as { setDefaultIsTimeoutOnlyForFirstMessage(v: boolean): void }).setDefaultIsTimeoutOnlyForFirstMessage(true);
     const sources = [...new Set(this.topology.subtopologies.flatMap((s) => s.sourceTopics))];
     this.consumer.subscribe(sources);
     this.emit('event', { type: 'started', transactionalId: this.txnId } satisfies WorkerEvent);

@@ -1,0 +1,116 @@
+import { OnceflowError } from '../errors.ts';
+import { ensureTopics, withAdmin } from '../kafka/admin.ts';
+import { connectProducer, disconnect, flush, type RdConfig } from '../kafka/clients.ts';
+import { readTopic } from '../kafka/read-topic.ts';
+import type { IncomingRecord, RecordHeader } from '../runtime/records.ts';
+
+export class DeadLetterToolError extends OnceflowError {
+  constructor(
+    readonly code: 'DLQ_TOPIC_MISSING' | 'DLQ_FILTER_INVALID',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A dead-lettered record as the task engine wrote it: the original record plus why it failed. */
+export interface DeadLetterEntry {
+  /** `<dlq partition>/<dlq offset>`: what the replay log remembers. */
+  readonly id: string;
+  readonly sourceTopic: string;
+  readonly sourcePartition: number;
+  readonly sourceOffset: number;
+  readonly stage: string;
+  readonly code: string;
+  readonly message: string;
+  readonly attempts: number;
+  readonly time: string;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  /** The original record's own headers, without onceflow's error and lineage headers. */
+  readonly headers: readonly RecordHeader[];
+}
+
+const OWN_HEADER = /^onceflow\.(error|source|src|txn)\./;
+
+function entryOf(r: IncomingRecord): DeadLetterEntry {
+  const h = (k: string) => r.headers.find((x) => x.key === k)?.value.toString() ?? '';
+  return {
+    id: `${r.partition}/${r.offset}`,
+    sourceTopic: h('onceflow.source.topic'),
+    sourcePartition: Number(h('onceflow.source.partition')),
+    sourceOffset: Number(h('onceflow.source.offset')),
+    stage: h('onceflow.error.stage'),
+    code: h('onceflow.error.code'),
+    message: h('onceflow.error.message'),
+    attempts: Number(h('onceflow.error.attempts') || '1'),
+    time: h('onceflow.error.time'),
+    key: r.key,
+    value: r.value,
+    headers: r.headers.filter((x) => !OWN_HEADER.test(x.key)),
+  };
+}
+
+export type DeadLetterFilter = (e: DeadLetterEntry) => boolean;
+
+/** `code=JSON_INVALID`, `stage=order-versions`, `topic=orders`; several are ANDed. */
+export function parseWhere(clauses: readonly string[]): DeadLetterFilter {
+  const fields = { code: (e: DeadLetterEntry) => e.code, stage: (e: DeadLetterEntry) => e.stage, topic: (e: DeadLetterEntry) => e.sourceTopic } as const;
+  const tests = clauses.map((clause) => {
+    const at = clause.indexOf('=');
+    const field = clause.slice(0, at) as keyof typeof fields;
+    if (at <= 0 || !(field in fields)) {
+      throw new DeadLetterToolError('DLQ_FILTER_INVALID', `--where ${JSON.stringify(clause)}: expected code=..., stage=... or topic=...`);
+    }
+    const want = clause.slice(at + 1);
+    return (e: DeadLetterEntry) => fields[field](e) === want;
+  });
+  return (e) => tests.every((t) => t(e));
+}
+
+export const replayLogTopic = (dlqTopic: string): string => `${dlqTopic}-replayed`;
+
+async function assertTopic(bootstrap: string, topic: string, clientOptions: RdConfig): Promise<void> {
+  const topics = await withAdmin(bootstrap, (a) => a.listTopics(), clientOptions as Record<string, string>);
+  if (!topics.includes(topic)) throw new DeadLetterToolError('DLQ_TOPIC_MISSING', `dead-letter topic ${topic} does not exist (wrong --app-id, or nothing was dead-lettered yet)`);
+}
+
+export async function listDeadLetters(bootstrap: string, dlqTopic: string, filter: DeadLetterFilter = () => true, clientOptions: RdConfig = {}): Promise<DeadLetterEntry[]> {
+  await assertTopic(bootstrap, dlqTopic, clientOptions);
+  const records = await readTopic(bootstrap, dlqTopic, { isolation: 'read_committed', clientOptions: clientOptions as Record<string, string> });
+  return records.sort((a, b) => a.partition - b.partition || a.offset - b.offset).map(entryOf).filter(filter);
+}
+
+export interface ReplayResult {
+  readonly replayed: DeadLetterEntry[];
+  readonly skipped: DeadLetterEntry[];
+}
+
+/**
+ * Re-publishes dead letters with their original key, value and headers (event ids included, so
+ * dedupe stages recognise them), then records each replayed id in a compacted log topic, only after
+ * the broker acknowledged the record: a second replay skips what the first one published. A crash
+ * between the two replays that record again (at-least-once, by design: downstream dedupe absorbs it).
+ */
+export async function replayDeadLetters(opts: { bootstrap: string; dlqTopic: string; filter?: DeadLetterFilter; to?: string; clientOptions?: RdConfig }): Promise<ReplayResult> {
+  const clientOptions = opts.clientOptions ?? {};
+  const entries = await listDeadLetters(opts.bootstrap, opts.dlqTopic, opts.filter, clientOptions);
+  const logTopic = replayLogTopic(opts.dlqTopic);
+  await withAdmin(opts.bootstrap, (a) => ensureTopics(a, [{ name: logTopic, partitions: 1, compact: true }]), clientOptions as Record<string, string>);
+  const done = new Set((await readTopic(opts.bootstrap, logTopic, { clientOptions: clientOptions as Record<string, string> })).map((r) => r.key?.toString()));
+  const todo = entries.filter((e) => !done.has(e.id));
+  const skipped = entries.filter((e) => done.has(e.id));
+  if (todo.length === 0) return { replayed: [], skipped };
+  const producer = await connectProducer({ 'bootstrap.servers': opts.bootstrap, 'enable.idempotence': true, ...clientOptions });
+  try {
+    for (const e of todo) {
+      producer.produce(opts.to ?? e.sourceTopic, null, e.value, e.key, Date.now(), null, e.headers.map((h) => ({ [h.key]: h.value })));
+    }
+    await flush(producer, 60_000);
+    for (const e of todo) producer.produce(logTopic, 0, Buffer.from(JSON.stringify({ to: opts.to ?? e.sourceTopic, at: new Date().toISOString() })), e.id);
+    await flush(producer, 60_000);
+  } finally {
+    await disconnect(producer);
+  }
+  return { replayed: todo, skipped };
+}
