@@ -1,12 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import pg from 'pg';
 import { startLocalCluster, stopLocalCluster } from '../kafka/local-cluster.ts';
 import { projectRoot } from '../kafka/paths.ts';
-import { applyInbox, applyNaive, balanceDrift, balances, createDemoAccounts, demoEvents, dropDemoAccounts, expectedBalances, type DebitEvent, type DemoAccounts } from '../effects/demo-accounts.ts';
-import type { EffectResult } from '../effects/postgres-sink.ts';
 import { runChaos, type ChaosResult } from '../verify/chaos.ts';
+import { runEffectsChaos } from '../verify/effects-chaos.ts';
 
 interface Row {
   readonly step: string;
@@ -20,25 +17,6 @@ function bar(done: number, total: number, label: string): void {
   const width = 30;
   const filled = Math.round((done / total) * width);
   process.stdout.write(`\n[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] step ${done}/${total}: ${label}\n`);
-}
-
-/** Runs the same debits twice, as a worker replays them after dying before its Kafka commit. */
-async function replayEffects(pool: pg.Pool, apply: (db: DemoAccounts, e: DebitEvent) => Promise<EffectResult>, events: readonly DebitEvent[], accounts: readonly string[]) {
-  const db = await createDemoAccounts(pool, `onceflow_demo_${randomBytes(4).toString('hex')}`, accounts);
-  try {
-    let calls = 0;
-    let applied = 0;
-    for (let pass = 0; pass < 2; pass++) {
-      for (const e of events) {
-        calls++;
-        if ((await apply(db, e)).applied) applied++;
-      }
-    }
-    const drift = [...balanceDrift(await balances(db), expectedBalances(events, accounts)).values()].reduce((s, v) => s + Math.abs(v), 0);
-    return { calls, duplicateEffects: applied - events.length, drift };
-  } finally {
-    await dropDemoAccounts(db);
-  }
 }
 
 export function registerDemo(program: Command): void {
@@ -72,17 +50,22 @@ export function registerDemo(program: Command): void {
         say(`  ${alos.duplicates} duplicate records, ${alos.aggregateMismatches} wrong customer totals`);
         rows.push({ step: `at_least_once under ${killed(alos)} SIGKILLs, same schedule`, measured: `${alos.duplicates} duplicates, ${alos.aggregateMismatches} wrong totals`, verdict: alos.duplicates > 0 ? 'duplicates, as expected' : 'no kill hit an uncommitted batch this time' });
 
-        bar(3, total, 'an external effect (a PostgreSQL debit) replayed after a crash before commit');
-        const pool = new pg.Pool({ connectionString: opts.pgUrl, max: 4 });
-        try {
-          const accounts = ['acc-0', 'acc-1', 'acc-2', 'acc-3', 'acc-4'];
-          const events = demoEvents(200, accounts);
-          const naive = await replayEffects(pool, applyNaive, events, accounts);
-          const inbox = await replayEffects(pool, applyInbox, events, accounts);
-          rows.push({ step: 'naive UPDATE balance = balance - x, replayed', measured: `${naive.duplicateEffects} duplicate debits (${naive.drift} off)`, verdict: 'outside the transaction: repeats' });
-          rows.push({ step: 'inbox table + debit in one DB transaction, replayed', measured: `${inbox.duplicateEffects} duplicate debits (${inbox.drift} off)`, verdict: 'idempotent: exactly one effect' });
-        } finally {
-          await pool.end();
+        bar(3, total, 'a debit outside Kafka (PostgreSQL, HTTP), 2 SIGKILLs between the effect and the commit');
+        const effectRuns = await Promise.all(
+          (['naive-sql', 'inbox-sql', 'naive-http', 'key-http'] as const).map((mode) => runEffectsChaos({ bootstrap: cluster.bootstrap, pgUrl: opts.pgUrl, mode, records: 200, kills: 2, log: (l) => say(`  ${l}`) })),
+        );
+        const label: Record<string, string> = {
+          'naive-sql': 'naive UPDATE balance = balance - x',
+          'inbox-sql': 'inbox table + debit in one DB transaction',
+          'naive-http': 'HTTP charge without an idempotency key',
+          'key-http': 'HTTP charge with Idempotency-Key (server dedupes)',
+        };
+        for (const r of effectRuns) {
+          rows.push({
+            step: `${label[r.mode] ?? r.mode}, ${r.kills} kills`,
+            measured: `${r.effects} effects for ${r.records} records (${r.duplicateEffects} duplicates, balances ${r.balanceDrift} off)`,
+            verdict: r.idempotent ? (r.duplicateEffects === 0 && r.balanceDrift === 0 ? 'idempotent: exactly one effect' : 'VIOLATED') : 'outside the transaction: repeats',
+          });
         }
         bar(4, total, 'summary');
       } finally {

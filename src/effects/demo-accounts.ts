@@ -22,13 +22,23 @@ export interface DemoAccounts {
   readonly inbox: Inbox;
 }
 
-/** `accounts(id, balance, version)`, `ledger(event_id primary key, account, amount)` and an inbox, in `schema`. */
+/**
+ * `accounts(id, balance, version)`, `ledger(event_id primary key, account, amount)` and an inbox, in
+ * `schema`, plus `balance_changes`, filled by a trigger on every change of a balance: it counts the
+ * effects that really landed, whichever pattern applied them.
+ */
 export async function createDemoAccounts(pool: Pool, schema: string, accountIds: readonly string[]): Promise<DemoAccounts> {
   const s = quoteIdent(schema);
   await pool.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
   await pool.query(`CREATE TABLE ${s}.accounts (id text PRIMARY KEY, balance bigint NOT NULL DEFAULT 0, version bigint NOT NULL DEFAULT 0)`);
   await pool.query(`CREATE TABLE ${s}.ledger (event_id text PRIMARY KEY, account text NOT NULL REFERENCES ${s}.accounts (id), amount bigint NOT NULL)`);
   await pool.query(`INSERT INTO ${s}.accounts (id) SELECT unnest($1::text[])`, [[...accountIds]]);
+  await pool.query(`CREATE TABLE ${s}.balance_changes (account text NOT NULL, delta bigint NOT NULL)`);
+  await pool.query(
+    `CREATE FUNCTION ${s}.record_balance_change() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ` +
+      `INSERT INTO ${s}.balance_changes (account, delta) VALUES (NEW.id, NEW.balance - OLD.balance); RETURN NEW; END $$`,
+  );
+  await pool.query(`CREATE TRIGGER balance_changed AFTER UPDATE ON ${s}.accounts FOR EACH ROW WHEN (OLD.balance IS DISTINCT FROM NEW.balance) EXECUTE FUNCTION ${s}.record_balance_change()`);
   const inbox = new Inbox(pool, { table: `${schema}.inbox` });
   await inbox.create();
   return { pool, schema, inbox };
@@ -76,6 +86,12 @@ export async function applyVersioned(db: DemoAccounts, e: DebitEvent): Promise<E
 export async function balances(db: DemoAccounts): Promise<Map<string, number>> {
   const res = await db.pool.query<{ id: string; balance: string }>(`SELECT id, balance FROM ${quoteIdent(db.schema)}.accounts ORDER BY id`);
   return new Map(res.rows.map((r) => [r.id, Number(r.balance)]));
+}
+
+/** How many times a balance changed: the effects that landed, replays included. */
+export async function balanceChangeCount(db: DemoAccounts): Promise<number> {
+  const res = await db.pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${quoteIdent(db.schema)}.balance_changes`);
+  return Number(res.rows[0]?.n ?? 0);
 }
 
 /** `n` debits spread over `accounts`, deterministic so a replay is the very same sequence. */
