@@ -135,7 +135,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
           let next = spawnWorker(victim, phase ? { ONCEFLOW_CHAOS_KILL_AT: `${phase}:${1 + Math.floor(rand() * 5)}` } : {});
           live.set(victim, next);
           if (phase) {
-            const died = await Promise.race([next.exit().then(() => true), sleep(40_000).then(() => false)]);
+            const died = (await next.exitWithin(40_000)) !== undefined;
             if (died) {
               killPhases[phase] = (killPhases[phase] ?? 0) + 1;
               next = spawnWorker(victim);

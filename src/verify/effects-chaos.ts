@@ -111,7 +111,7 @@ export async function runEffectsChaos(opts: EffectsChaosOptions): Promise<Effect
     };
     for (let k = 1; k <= opts.kills; k++) {
       const doomed = start('w', { ONCEFLOW_CHAOS_KILL_AT: 'after-produce:1' });
-      const exit = await Promise.race([doomed.exit(), new Promise<undefined>((r) => setTimeout(r, 90_000, undefined))]);
+      const exit = await doomed.exitWithin(90_000);
       if (exit?.signal !== 'SIGKILL') throw new Error(`${opts.mode}: incarnation ${k} did not die between its effects and its commit (exit ${JSON.stringify(exit)}); stderr: ${doomed.stderr.slice(-5).join('\n')}`);
       log(`${opts.mode}: kill ${k}/${opts.kills}: SIGKILL after the effects, before the commit`);
     }

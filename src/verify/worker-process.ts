@@ -82,6 +82,16 @@ export class WorkerProcess {
     return this.exited;
   }
 
+  /** The exit, or undefined if the process is still running after `ms` (its timer never outlives the answer). */
+  async exitWithin(ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null } | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([this.exited, new Promise<undefined>((resolve) => (timer = setTimeout(resolve, ms, undefined)))]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** SIGTERM, then SIGKILL if it does not exit in time. */
   async stop(timeoutMs = 30_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return this.exited;
