@@ -9,9 +9,9 @@ export interface MetricsOptions {
   readonly registry?: Registry;
   /** Process metrics (memory, CPU, event-loop lag) as `onceflow_*`; default true. Off when several workers share a process and one already reports them. */
   readonly processMetrics?: boolean;
-  /** Per-partition consumer lag, read on each scrape. The worker does not expose it yet. */
+  /** Per-partition consumer lag, read on each scrape; default: the worker's own `partitionLag()`. */
   readonly lag?: () => readonly PartitionLag[] | Promise<readonly PartitionLag[]>;
-  /** Per-topic record counts, read on each scrape. The worker does not expose them yet. */
+  /** Per-topic record counts, read on each scrape; default: the worker's own `topicRecords()`. */
   readonly topicRecords?: () => readonly TopicRecordCount[];
 }
 
@@ -97,7 +97,7 @@ export function attachMetrics(worker: ObservedWorker, options: MetricsOptions = 
   });
   // No series until the first dead-lettered record: alert on `increase(...) > 0`, not on absence.
 
-  const lag = options.lag;
+  const lag = options.lag ?? worker.partitionLag?.bind(worker);
   if (lag) {
     new Gauge({
       name: 'onceflow_consumer_lag',
@@ -111,7 +111,7 @@ export function attachMetrics(worker: ObservedWorker, options: MetricsOptions = 
       },
     });
   }
-  const topicRecords = options.topicRecords;
+  const topicRecords = options.topicRecords ?? worker.topicRecords?.bind(worker);
   if (topicRecords) {
     new Gauge({
       name: 'onceflow_topic_records_consumed',

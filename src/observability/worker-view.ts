@@ -13,6 +13,10 @@ export interface ObservedWorker {
   off(event: 'event', listener: (e: WorkerEvent) => void): unknown;
   /** Rejects when the worker's loop died of an unrecoverable error. */
   done(): Promise<void>;
+  /** Lag of each assigned source partition, from the client's cached end offsets (no broker round trip). */
+  partitionLag?(): readonly PartitionLag[];
+  /** Records consumed and produced per topic since start. */
+  topicRecords?(): readonly TopicRecordCount[];
 }
 
 /** Lag of one source partition: end offset (read_committed) minus the committed offset. */

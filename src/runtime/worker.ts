@@ -23,6 +23,7 @@ import type { IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader } fr
 import { restoreTasks } from './restore.ts';
 import { classifyTxnError, describeKafkaError, isFencing, WorkerError } from './txn-errors.ts';
 import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
+import type { PartitionLag, TopicRecordCount } from '../observability/worker-view.ts';
 
 export const LINEAGE = {
   topic: 'onceflow.src.topic',
@@ -114,6 +115,7 @@ export class Worker extends EventEmitter {
   private running: Promise<void> | undefined;
   private fencedAt: number[] = [];
   private readonly lineageCache = new Map<string, { topic: Buffer; partition: Buffer }>();
+  private readonly recordsByTopic = new Map<string, { consumed: number; produced: number }>();
   private readonly txnHeader: Buffer;
   private readonly deadLetterTopics: ReadonlySet<string>;
   private readonly chaos = chaosSchedule(process.env.ONCEFLOW_CHAOS_KILL_AT);
@@ -414,6 +416,7 @@ export class Worker extends EventEmitter {
       this.progress.pending.set(key, { topic: m.topic, partition: m.partition, offset: m.offset + 1 });
       this.txnRecords++;
       this.stats.recordsConsumed++;
+      this.topicCount(m.topic).consumed++;
     }
   }
 
@@ -446,6 +449,7 @@ export class Worker extends EventEmitter {
     );
     producer.produce(r.topic, r.partition ?? null, r.value, r.key, r.timestamp ?? cur.record.timestamp, null, headers);
     this.stats.recordsProduced++;
+    this.topicCount(r.topic).produced++;
     if (this.deadLetterTopics.has(r.topic)) {
       const header = (k: string) => r.headers?.find((h) => h.key === k)?.value.toString() ?? 'unknown';
       this.stats.deadLettered++;
@@ -635,6 +639,40 @@ export class Worker extends EventEmitter {
     if (--this.chaos.remaining > 0) return;
     if (phase === 'during-commit') setImmediate(() => process.kill(process.pid, 'SIGKILL'));
     else process.kill(process.pid, 'SIGKILL');
+  }
+
+  private topicCount(topic: string): { consumed: number; produced: number } {
+    let c = this.recordsByTopic.get(topic);
+    if (!c) this.recordsByTopic.set(topic, (c = { consumed: 0, produced: 0 }));
+    return c;
+  }
+
+  topicRecords(): TopicRecordCount[] {
+    return [...this.recordsByTopic].map(([topic, c]) => ({ topic, ...c }));
+  }
+
+  /**
+   * End offset minus the next offset to read, per assigned source partition. The end is the one the
+   * client cached on its last fetch, which under read_committed is the last stable offset.
+   */
+  partitionLag(): PartitionLag[] {
+    const consumer = this.consumer;
+    if (!consumer) return [];
+    const out: PartitionLag[] = [];
+    for (const key of this.taskBySource.keys()) {
+      const [topic, p] = key.split('\u0000') as [string, string];
+      const partition = Number(p);
+      let end: number;
+      try {
+        end = consumer.getWatermarkOffsets(topic, partition).highOffset;
+      } catch {
+        continue; // not fetched yet: no end offset known
+      }
+      if (end < 0) continue;
+      const next = this.progress.pending.get(key)?.offset ?? this.progress.committed.get(key) ?? 0;
+      out.push({ topic, partition, lag: Math.max(0, end - next) });
+    }
+    return out;
   }
 
   /** Partition counts of every topic the application uses, once started. */

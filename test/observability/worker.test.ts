@@ -85,6 +85,11 @@ test('a real worker: metrics count what it processed and dead-lettered, readyz t
     assert.match(metrics, new RegExp(`^onceflow_tasks_assigned\\{app="${app}"\\} 2$`, 'm'));
     assert.match(metrics, /^onceflow_commit_latency_seconds_count\{app="[^"]+"\} [1-9]\d*$/m);
     assert.match(metrics, /^onceflow_process_resident_memory_bytes/m);
+    assert.match(metrics, new RegExp(`^onceflow_topic_records_consumed\\{topic="${input}",app="${app}"\\} 40$`, 'm'));
+    assert.match(metrics, new RegExp(`^onceflow_topic_records_produced\\{topic="${output}",app="${app}"\\} 36$`, 'm'));
+    assert.match(metrics, new RegExp(`^onceflow_topic_records_produced\\{topic="${dlq}",app="${app}"\\} 4$`, 'm'));
+    // Each partition holds 20 records, all committed: nothing left to read.
+    for (const p of [0, 1]) assert.match(metrics, new RegExp(`^onceflow_consumer_lag\\{topic="${input}",partition="${p}",app="${app}"\\} 0$`, 'm'));
   } finally {
     await worker.stop();
     logging.detach();
