@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { KafkaJS } from '@confluentinc/kafka-javascript';
 import { OnceflowError } from '../errors.ts';
 import { withAdmin, type AdminClient } from '../kafka/admin.ts';
+import { parseCommitMetadata, type CommitMetadata } from '../runtime/commit-metadata.ts';
 import { parseWorkerConfig } from '../runtime/config.ts';
 import { resolveConfigSources, type ConfigFlags } from './config-sources.ts';
 
@@ -17,6 +18,8 @@ export interface MemberStatus {
   readonly clientId: string;
   readonly host: string;
   readonly partitions: readonly string[];
+  /** Newest commit among the member's partitions, from the commit metadata the worker stores with each offset. */
+  readonly lastCommitAt: number | undefined;
 }
 
 export interface PartitionStatus {
@@ -29,6 +32,9 @@ export interface PartitionStatus {
   readonly lag: number | undefined;
   readonly clientId: string | undefined;
   readonly host: string | undefined;
+  readonly lastCommitAt: number | undefined;
+  /** The transactional id that made the last commit (a fenced zombie never appears here). */
+  readonly committedBy: string | undefined;
 }
 
 export interface GroupStatus {
@@ -47,21 +53,26 @@ const STATES: Readonly<Record<number, string>> = { 0: 'Unknown', 1: 'PreparingRe
  */
 export async function groupStatus(admin: AdminClient, groupId: string): Promise<GroupStatus> {
   const described = (await admin.describeGroups([groupId])).groups[0];
-  const members: MemberStatus[] = (described?.members ?? []).map((m) => ({
-    memberId: m.memberId,
-    clientId: m.clientId,
-    host: m.clientHost.replace(/^\//, ''),
-    partitions: (m.assignment?.topicPartitions ?? []).map((tp) => `${tp.topic}-${tp.partition}`),
-  }));
-  const owner = new Map<string, MemberStatus>();
-  for (const m of members) for (const p of m.partitions) owner.set(p, m);
-
   const committed = new Map<string, number>();
+  const commitMeta = new Map<string, CommitMetadata>();
   const topics = new Set<string>();
   for (const t of await admin.fetchOffsets({ groupId, requireStableOffsets: true })) {
     topics.add(t.topic);
-    for (const p of t.partitions) if (Number(p.offset) >= 0) committed.set(`${t.topic}-${p.partition}`, Number(p.offset));
+    for (const p of t.partitions) {
+      const key = `${t.topic}-${p.partition}`;
+      if (Number(p.offset) >= 0) committed.set(key, Number(p.offset));
+      const meta = parseCommitMetadata(p.metadata);
+      if (meta) commitMeta.set(key, meta);
+    }
   }
+  const members: MemberStatus[] = (described?.members ?? []).map((m) => {
+    const partitions = (m.assignment?.topicPartitions ?? []).map((tp) => `${tp.topic}-${tp.partition}`);
+    const times = partitions.flatMap((p) => commitMeta.get(p)?.at ?? []);
+    return { memberId: m.memberId, clientId: m.clientId, host: m.clientHost.replace(/^\//, ''), partitions, lastCommitAt: times.length > 0 ? Math.max(...times) : undefined };
+  });
+  const owner = new Map<string, MemberStatus>();
+  for (const m of members) for (const p of m.partitions) owner.set(p, m);
+
   for (const m of described?.members ?? []) for (const tp of m.assignment?.topicPartitions ?? []) topics.add(tp.topic);
 
   const partitions: PartitionStatus[] = [];
@@ -72,7 +83,8 @@ export async function groupStatus(admin: AdminClient, groupId: string): Promise<
       const at = committed.get(key);
       const end = Number(e.offset);
       const m = owner.get(key);
-      partitions.push({ topic, partition: e.partition, committed: at, end, lag: at === undefined ? undefined : Math.max(0, end - at), clientId: m?.clientId, host: m?.host });
+      const meta = commitMeta.get(key);
+      partitions.push({ topic, partition: e.partition, committed: at, end, lag: at === undefined ? undefined : Math.max(0, end - at), clientId: m?.clientId, host: m?.host, lastCommitAt: meta?.at, committedBy: meta?.by });
     }
   }
   return { groupId, state: STATES[described?.state ?? 0] ?? String(described?.state), members, partitions };
@@ -84,14 +96,21 @@ function table(header: readonly string[], rows: readonly (readonly string[])[]):
   return [line(header), ...rows.map(line)].join('\n');
 }
 
+const dash = (v: number | string | undefined): string => (v === undefined ? '-' : String(v));
+const time = (ms: number | undefined): string => (ms === undefined ? '-' : new Date(ms).toISOString());
+
 export function formatStatus(s: GroupStatus): string {
   const totalLag = s.partitions.reduce((n, p) => n + (p.lag ?? 0), 0);
   const out = [`group ${s.groupId}  state ${s.state}  members ${s.members.length}  partitions ${s.partitions.length}  total lag ${totalLag}`, ''];
   if (s.members.length > 0) {
-    out.push(table(['MEMBER', 'CLIENT ID', 'HOST', 'PARTITIONS'], s.members.map((m) => [m.memberId, m.clientId, m.host, String(m.partitions.length)])), '');
+    out.push(table(['MEMBER', 'CLIENT ID', 'HOST', 'PARTITIONS', 'LAST COMMIT'], s.members.map((m) => [m.memberId, m.clientId, m.host, String(m.partitions.length), time(m.lastCommitAt)])), '');
   }
-  const dash = (v: number | string | undefined) => (v === undefined ? '-' : String(v));
-  out.push(table(['TOPIC', 'PARTITION', 'COMMITTED', 'END', 'LAG', 'CLIENT ID', 'HOST'], s.partitions.map((p) => [p.topic, String(p.partition), dash(p.committed), String(p.end), dash(p.lag), dash(p.clientId), dash(p.host)])));
+  out.push(
+    table(
+      ['TOPIC', 'PARTITION', 'COMMITTED', 'END', 'LAG', 'CLIENT ID', 'HOST', 'LAST COMMIT', 'COMMITTED BY'],
+      s.partitions.map((p) => [p.topic, String(p.partition), dash(p.committed), String(p.end), dash(p.lag), dash(p.clientId), dash(p.host), time(p.lastCommitAt), dash(p.committedBy)]),
+    ),
+  );
   return `${out.join('\n')}\n`;
 }
 

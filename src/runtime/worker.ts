@@ -20,6 +20,7 @@ import {
 } from '../kafka/clients.ts';
 import { parseWorkerConfig, transactionalId, type WorkerConfig, type WorkerConfigInput } from './config.ts';
 import type { IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader } from './records.ts';
+import { formatCommitMetadata } from './commit-metadata.ts';
 import { restoreTasks } from './restore.ts';
 import { classifyTxnError, describeKafkaError, isFencing, WorkerError } from './txn-errors.ts';
 import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
@@ -472,7 +473,8 @@ export class Worker extends EventEmitter {
   }
 
   private offsetsToCommit(): TopicPartitionOffset[] {
-    return [...this.progress.pending.values()];
+    const metadata = formatCommitMetadata({ by: this.txnId, at: Date.now() });
+    return [...this.progress.pending.values()].map((o) => ({ ...o, metadata }));
   }
 
   private markCommitted(): void {

@@ -5,6 +5,7 @@ import { Command } from 'commander';
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
 import { formatStatus, groupStatus, registerStatus, StatusError, watchStatus, type GroupStatus } from '../../src/cli/status.ts';
 import { withAdmin } from '../../src/kafka/admin.ts';
+import { formatCommitMetadata } from '../../src/runtime/commit-metadata.ts';
 import { connectConsumer, connectProducer, consumeBatch, disconnect, flush } from '../../src/kafka/clients.ts';
 import { createTopics, testCluster, uniqueName } from '../support/cluster.ts';
 
@@ -13,6 +14,7 @@ const topic = uniqueName('status-in');
 const group = uniqueName('status-app');
 const clientId = uniqueName('status-client');
 let consumer: KafkaConsumer;
+const COMMITTED_AT = Date.UTC(2026, 11, 3, 6, 30);
 
 before(async () => {
   await createTopics(bootstrap, [{ name: topic, partitions: 2 }]);
@@ -32,7 +34,7 @@ before(async () => {
     await sleep(50);
   }
   consumer.commitSync([
-    { topic, partition: 0, offset: 2 },
+    { topic, partition: 0, offset: 2, metadata: formatCommitMetadata({ by: 'orders-a', at: COMMITTED_AT }) },
     { topic, partition: 1, offset: 4 },
   ]);
 });
@@ -59,6 +61,14 @@ test('groupStatus reports the member, its partitions, committed and end offsets 
   const text = formatStatus(s);
   assert.match(text, new RegExp(`group ${group}  state Stable  members 1  partitions 2  total lag 4`));
   assert.match(text, new RegExp(`^${topic}\\s+0\\s+2\\s+6\\s+4\\s+${clientId}`, 'm'));
+  // The last commit comes from the metadata a worker stores with its offsets; a plain commit has none.
+  const byPartition = new Map(s.partitions.map((p) => [p.partition, p]));
+  assert.equal(byPartition.get(0)?.lastCommitAt, COMMITTED_AT);
+  assert.equal(byPartition.get(0)?.committedBy, 'orders-a');
+  assert.equal(byPartition.get(1)?.lastCommitAt, undefined);
+  assert.equal(s.members[0]?.lastCommitAt, COMMITTED_AT);
+  assert.match(text, new RegExp(`^\\S+\\s+${clientId}\\s+\\S+\\s+2\\s+${new Date(COMMITTED_AT).toISOString()}$`, 'm'));
+  assert.match(text, new RegExp(`\\s${new Date(COMMITTED_AT).toISOString()}\\s+orders-a$`, 'm'));
 });
 
 test('onceflow status prints the table; --json the same data', async () => {

@@ -1,0 +1,15 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { formatCommitMetadata, parseCommitMetadata } from '../../src/runtime/commit-metadata.ts';
+
+test('commit metadata round-trips, with or without the NUL librdkafka stores', () => {
+  const m = { by: 'orders-pod-1', at: 1_796_279_210_252 };
+  assert.deepEqual(parseCommitMetadata(formatCommitMetadata(m)), m);
+  assert.deepEqual(parseCommitMetadata(`${formatCommitMetadata(m)}\u0000`), m);
+});
+
+test('metadata from other committers is not ours', () => {
+  for (const raw of [undefined, null, '', 'some-tool', 'onceflow:v1;by=x', 'onceflow:v1;at=12', 'onceflow:v1;by=x;at=soon']) {
+    assert.equal(parseCommitMetadata(raw), undefined, String(raw));
+  }
+});
