@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { runChaos } from '../verify/chaos.ts';
 import type { PipelineName } from '../verify/pipelines.ts';
 
@@ -17,7 +17,9 @@ export function registerChaos(program: Command): void {
     .option('--guarantee <g>', 'exactly_once | at_least_once', 'exactly_once')
     .option('--topology <name>', 'orders | word-count', 'orders')
     .option('--feed-ms <ms>', 'how long the input keeps arriving', '20000')
+    .addOption(new Option('--format <format>', 'orders input format (avro: registry Avro; starts the registry too)').choices(['json', 'avro']).default('json'))
     .option('--bootstrap <servers>', 'use a running broker instead of starting one')
+    .option('--registry-url <url>', 'with --bootstrap and --format avro: the schema registry to use')
     .option('--json <file>', 'write the result as JSON')
     .action(async (o: Record<string, string | boolean | undefined>) => {
       const result = await runChaos({
@@ -31,7 +33,9 @@ export function registerChaos(program: Command): void {
         guarantee: o.guarantee as 'exactly_once' | 'at_least_once',
         pipeline: o.topology as PipelineName,
         feedMs: Number(o.feedMs),
+        format: o.format === 'avro' ? 'avro' : 'json',
         ...(typeof o.bootstrap === 'string' ? { bootstrap: o.bootstrap } : {}),
+        ...(typeof o.registryUrl === 'string' ? { registryUrl: o.registryUrl } : {}),
         log: (line) => console.error(`chaos: ${line}`),
       });
       const { verify: report, ...summary } = result;

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { startLocalCluster, stopLocalCluster } from '../kafka/local-cluster.ts';
 import { projectRoot } from '../kafka/paths.ts';
 import { runChaos, type ChaosResult } from '../verify/chaos.ts';
@@ -24,26 +24,28 @@ export function registerDemo(program: Command): void {
     .command('demo')
     .description('the story of where exactly-once holds and where it stops, each step measured on a local Kafka')
     .option('--records <n>', 'input records per run', '20000')
+    .addOption(new Option('--format <format>', 'order events format (avro: registry Avro in the Confluent wire format; starts the schema registry)').choices(['json', 'avro']).default('json'))
     .option('--pg-url <url>', 'PostgreSQL for the external-effect step', process.env.ONCEFLOW_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test')
-    .action(async (opts: { records: string; pgUrl: string }) => {
+    .action(async (opts: { records: string; pgUrl: string; format: string }) => {
       const records = Number(opts.records);
+      const format = opts.format === 'avro' ? 'avro' : 'json';
       const started = Date.now();
       const dir = join(projectRoot(), '.onceflow', `demo-${process.pid}`);
-      say('onceflow demo: a local single-node Kafka starts, worker replicas process order events, and replicas are killed with SIGKILL mid-stream.');
-      const cluster = await startLocalCluster({ dir, withRegistry: false });
+      say(`onceflow demo: a local single-node Kafka starts, worker replicas process order events (${format === 'avro' ? 'registry Avro' : 'JSON'}), and replicas are killed with SIGKILL mid-stream.`);
+      const cluster = await startLocalCluster({ dir, withRegistry: format === 'avro' });
       say(`local Kafka ${cluster.bootstrap} answered after ${cluster.brokerStartMs} ms`);
       const rows: Row[] = [];
       try {
         const total = 4;
         // Every restarted replica dies again right after producing a batch, before its commit: the moment that tells the guarantees apart.
-        const base = { records, replicas: 2, kills: 3, poison: 3, seed: 7, feedMs: 12_000, bootstrap: cluster.bootstrap, clusterDir: dir, phase: 'after-produce' } as const;
+        const base = { records, replicas: 2, kills: 3, poison: 3, seed: 7, feedMs: 12_000, bootstrap: cluster.bootstrap, clusterDir: dir, phase: 'after-produce', format } as const;
         bar(1, total, 'exactly_once, 2 replicas, 3 SIGKILLs (each restart dies again between produce and commit), 3 poison records');
         const eos: ChaosResult = await runChaos({ ...base, guarantee: 'exactly_once', log: (l) => say(`  ${l}`) });
         say(`  verified read_committed output: ${eos.duplicates} duplicates, ${eos.lost} lost, ${eos.aggregateMismatches} wrong customer totals`);
         const killed = (r: ChaosResult) => Object.values(r.killPhases).reduce((a, b) => a + b, 0);
         rows.push({ step: `exactly_once under ${killed(eos)} SIGKILLs (read_committed)`, measured: `${eos.duplicates} duplicates, ${eos.lost} lost, ${eos.aggregateMismatches} wrong totals`, verdict: eos.duplicates + eos.lost + eos.aggregateMismatches === 0 ? 'holds' : 'VIOLATED' });
         rows.push({ step: 'same topics read with read_uncommitted', measured: `${eos.abortedSeenByReadUncommitted} aborted records visible`, verdict: 'a careless reader sees them' });
-        rows.push({ step: 'poison records (malformed JSON)', measured: `${eos.dlqRecords} of ${eos.poisonInjected} in the DLQ, partitions not blocked`, verdict: eos.dlqRecords === eos.poisonInjected ? 'each once' : 'MISMATCH' });
+        rows.push({ step: 'poison records (malformed bytes)', measured: `${eos.dlqRecords} of ${eos.poisonInjected} in the DLQ, partitions not blocked`, verdict: eos.dlqRecords === eos.poisonInjected ? 'each once' : 'MISMATCH' });
 
         bar(2, total, 'at_least_once under the same kills');
         const alos = await runChaos({ ...base, guarantee: 'at_least_once', log: (l) => say(`  ${l}`) });

@@ -11,6 +11,8 @@ import { prng, produceAll } from './orders-input.ts';
 import { waitCaughtUp } from './progress.ts';
 import { verify, type VerifyReport } from './verify.ts';
 import { WorkerProcess } from './worker-process.ts';
+import { avroOrders } from './avro-orders.ts';
+import { OnceflowError } from '../errors.ts';
 
 export interface ChaosOptions {
   readonly records: number;
@@ -33,6 +35,10 @@ export interface ChaosOptions {
   readonly brokenWorker?: boolean;
   /** Place every kill in this transaction phase (default: every other kill in a random phase). */
   readonly phase?: ChaosPhase;
+  /** orders only: `avro` feeds registry Avro and runs the workers with ONCEFLOW_ORDERS_FORMAT=avro (needs the registry). */
+  readonly format?: 'json' | 'avro';
+  /** The registry for `format: avro` when `bootstrap` is given; else the started cluster's. */
+  readonly registryUrl?: string;
 }
 
 export interface ChaosResult {
@@ -43,6 +49,7 @@ export interface ChaosResult {
   readonly brokerRestarts: number;
   readonly scaled: boolean;
   readonly guarantee: string;
+  readonly format: 'json' | 'avro';
   readonly pipeline: string;
   readonly seed: number;
   readonly duplicates: number;
@@ -61,6 +68,11 @@ export interface ChaosResult {
  * SIGKILLed (at random moments and inside each phase of a transaction), the broker restarts and
  * the group scales; then the verifier checks the committed output against the input.
  */
+/** A chaos run asked for something that cannot run: the message names the option. */
+export class ChaosConfigError extends OnceflowError {
+  readonly code = 'CHAOS_CONFIG';
+}
+
 export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
   const started = Date.now();
   const log = opts.log ?? (() => undefined);
@@ -68,12 +80,14 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
   const rand = prng(seed * 7919 + 1);
   const pipeline = pipelines[opts.pipeline ?? 'orders'];
   const guarantee = opts.guarantee ?? 'exactly_once';
+  const avro = opts.format === 'avro';
+  if (avro && pipeline.name !== 'orders') throw new ChaosConfigError(`--format avro applies to the orders topology, not ${pipeline.name}`);
   let cluster: LocalClusterInfo | undefined;
   let ownCluster = false;
   if (opts.bootstrap) {
     cluster = opts.clusterDir ? readClusterInfo(opts.clusterDir) : undefined;
   } else {
-    cluster = await startLocalCluster({ dir: join(projectRoot(), '.onceflow', `chaos-${process.pid}`), withRegistry: false });
+    cluster = await startLocalCluster({ dir: join(projectRoot(), '.onceflow', `chaos-${process.pid}`), withRegistry: avro });
     ownCluster = true;
     log(`local broker ${cluster.bootstrap} (answered after ${cluster.brokerStartMs} ms)`);
   }
@@ -86,8 +100,17 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
   const workers: WorkerProcess[] = [];
   try {
     await withAdmin(bootstrap, (a) => ensureTopics(a, [{ name: input, partitions }, { name: output, partitions }]));
-    const records = pipeline.input({ records: opts.records, seed, poison: opts.poison ?? 0 });
-    const env = { ...pipeline.env(input, output), ONCEFLOW_BOOTSTRAP: bootstrap, ...(opts.brokenWorker ? { ONCEFLOW_UNSAFE_OFFSETS_OUTSIDE_TXN: '1' } : {}) };
+    const registryUrl = opts.registryUrl ?? (cluster?.registryUrl || undefined);
+    if (avro && !registryUrl) throw new ChaosConfigError('--format avro needs a schema registry: give --registry-url with --bootstrap');
+    const wire = avro ? await avroOrders(input, registryUrl!) : undefined;
+    const plain = pipeline.input({ records: opts.records, seed, poison: opts.poison ?? 0 });
+    const records = wire ? wire.encode(plain) : plain;
+    const env = {
+      ...pipeline.env(input, output),
+      ONCEFLOW_BOOTSTRAP: bootstrap,
+      ...(wire ? { ONCEFLOW_ORDERS_FORMAT: 'avro', ONCEFLOW_REGISTRY_URL: registryUrl! } : {}),
+      ...(opts.brokenWorker ? { ONCEFLOW_UNSAFE_OFFSETS_OUTSIDE_TXN: '1' } : {}),
+    };
     const compiled = compile(await withEnv(env, () => loadTopology(pipeline.file)), { appId });
     const repartitionTopics = compiled.topics.filter((t) => t.kind === 'repartition').map((t) => t.name);
     const deadLetterTopic = compiled.deadLetterTopic;
@@ -198,7 +221,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       lineageTopics: [...repartitionTopics, output],
       resultTopic: output,
       deadLetterTopic,
-      model: pipeline.model,
+      model: wire ? wire.decoded(pipeline.model) : pipeline.model,
       countUncommitted: true,
     });
     const poisonInjected = opts.poison ?? 0;
@@ -211,6 +234,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       scaled,
       guarantee,
       pipeline: pipeline.name,
+      format: avro ? 'avro' : 'json',
       seed,
       duplicates: report.duplicates,
       lost: report.lost,

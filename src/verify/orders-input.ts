@@ -9,10 +9,10 @@ export interface OrderEvent {
   readonly amount: number;
 }
 
-export interface InputRecord {
+export interface InputRecord<V extends string | Buffer = string> {
   readonly key: string;
-  /** A string that is not an order (malformed JSON) for poison records. */
-  readonly value: string;
+  /** A string that is not an order (malformed JSON) for poison records; bytes once encoded (registry Avro). */
+  readonly value: V;
 }
 
 /** Small, fast, seedable PRNG (mulberry32): a fixed seed reproduces the same input and schedule. */
@@ -75,7 +75,7 @@ export function ordersInput(opts: OrdersInputOptions): InputRecord[] {
 }
 
 /** Produces records with an idempotent producer and waits until all are acknowledged. */
-export async function produceAll(bootstrap: string, topic: string, records: readonly InputRecord[], clientOptions: Record<string, string | number | boolean> = {}): Promise<void> {
+export async function produceAll(bootstrap: string, topic: string, records: readonly InputRecord<string | Buffer>[], clientOptions: Record<string, string | number | boolean> = {}): Promise<void> {
   const producer = await connectProducer({ 'bootstrap.servers': bootstrap, 'enable.idempotence': true, 'linger.ms': 10, 'partitioner': 'murmur2_random', ...clientOptions });
   try {
     let i = 0;
