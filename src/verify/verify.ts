@@ -42,6 +42,8 @@ export interface VerifyReport {
   /** Input records the model says must produce something downstream, with no record tracing back to them. */
   readonly lost: number;
   readonly aggregateMismatches: number;
+  /** Output keys whose final value was compared with the model's (0 for pipelines without aggregates). */
+  readonly aggregateKeys: number;
   readonly dlqRecords: number;
   readonly abortedSeenByReadUncommitted: number | undefined;
   readonly examples: { readonly duplicates: string[]; readonly lost: string[]; readonly mismatches: string[] };
@@ -109,11 +111,14 @@ export async function verify(opts: VerifyOptions): Promise<VerifyReport> {
   const lostIds = [...expected].filter((id) => !produced.has(id));
 
   let aggregateMismatches = 0;
+  let aggregateKeys = 0;
   const mismatchExamples: string[] = [];
   if (opts.model.expectedFinal && opts.model.readOutput && opts.resultTopic) {
     const want = opts.model.expectedFinal(inputs);
     const got = lastByKey(byTopic.get(opts.resultTopic) ?? (await read(opts.resultTopic, 'read_committed')), opts.model.readOutput);
-    for (const key of new Set([...want.keys(), ...got.keys()])) {
+    const keys = new Set([...want.keys(), ...got.keys()]);
+    aggregateKeys = keys.size;
+    for (const key of keys) {
       if (want.get(key) !== got.get(key)) {
         aggregateMismatches++;
         if (mismatchExamples.length < 5) mismatchExamples.push(`${key}: expected ${want.get(key) ?? '(none)'}, got ${got.get(key) ?? '(none)'}`);
@@ -138,6 +143,7 @@ export async function verify(opts: VerifyOptions): Promise<VerifyReport> {
     duplicates,
     lost: lostIds.length,
     aggregateMismatches,
+    aggregateKeys,
     dlqRecords: dlq.length,
     abortedSeenByReadUncommitted: aborted,
     examples: { duplicates: duplicateExamples, lost: lostIds.slice(0, 5), mismatches: mismatchExamples },
@@ -151,6 +157,7 @@ export function formatReport(r: VerifyReport): string {
     `  output records           ${r.outputRecords}`,
     `  duplicates               ${r.duplicates}`,
     `  lost                     ${r.lost}`,
+    `  aggregate keys compared  ${r.aggregateKeys}`,
     `  aggregate mismatches     ${r.aggregateMismatches}`,
     `  dead-lettered            ${r.dlqRecords}`,
   ];
