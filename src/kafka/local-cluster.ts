@@ -211,7 +211,10 @@ export async function startBroker(dir: string, brokerPort: number, controllerPor
   writeFileSync(propsFile, brokerProperties({ brokerPort, controllerPort, dataDir }));
   const jvm = ['-Xms256m', '-Xmx1g', '-XX:+UseG1GC', `-Dlog4j2.configurationFile=${log4j}`, '-cp', classpath];
   if (!existsSync(join(dataDir, 'meta.properties'))) {
-    const clusterId = randomBytes(16).toString('base64url').slice(0, 22);
+    // An id starting with '-' would be read as an option by the storage tool (1 start in 64 failed so); Kafka's own Uuid avoids it too.
+    let clusterId: string;
+    do clusterId = randomBytes(16).toString('base64url').slice(0, 22);
+    while (clusterId.startsWith('-'));
     const format = spawnSync('java', [...jvm, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile], { encoding: 'utf8' });
     if (format.status !== 0) {
       throw new LocalClusterError('PROCESS_EXITED', `formatting the broker storage failed:\n${format.stdout}\n${format.stderr}`);
