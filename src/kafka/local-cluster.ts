@@ -142,6 +142,14 @@ function log4jConfig(file: string): string {
 }
 
 /** Single-node KRaft settings: replication 1 everywhere, small internal topics so start-up stays quick. */
+/** A KRaft cluster id: 22 base64url characters, never starting with '-', which the storage tool would read as an option (Kafka's own Uuid avoids it too). */
+export function newClusterId(): string {
+  for (;;) {
+    const id = randomBytes(16).toString('base64url').slice(0, 22);
+    if (!id.startsWith('-')) return id;
+  }
+}
+
 export function brokerProperties(opts: { brokerPort: number; controllerPort: number; dataDir: string }): string {
   return [
     'process.roles=broker,controller',
@@ -211,10 +219,7 @@ export async function startBroker(dir: string, brokerPort: number, controllerPor
   writeFileSync(propsFile, brokerProperties({ brokerPort, controllerPort, dataDir }));
   const jvm = ['-Xms256m', '-Xmx1g', '-XX:+UseG1GC', `-Dlog4j2.configurationFile=${log4j}`, '-cp', classpath];
   if (!existsSync(join(dataDir, 'meta.properties'))) {
-    // An id starting with '-' would be read as an option by the storage tool (1 start in 64 failed so); Kafka's own Uuid avoids it too.
-    let clusterId: string;
-    do clusterId = randomBytes(16).toString('base64url').slice(0, 22);
-    while (clusterId.startsWith('-'));
+    const clusterId = newClusterId();
     const format = spawnSync('java', [...jvm, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile], { encoding: 'utf8' });
     if (format.status !== 0) {
       throw new LocalClusterError('PROCESS_EXITED', `formatting the broker storage failed:\n${format.stdout}\n${format.stderr}`);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { brokerProperties } from '../../src/kafka/local-cluster.ts';
+import { brokerProperties, newClusterId } from '../../src/kafka/local-cluster.ts';
 
 test('the single-node broker is configured for transactions with replication factor 1', () => {
   const props = brokerProperties({ brokerPort: 19092, controllerPort: 19093, dataDir: '/tmp/x' });
@@ -15,5 +15,12 @@ test('the single-node broker is configured for transactions with replication fac
     'auto.create.topics.enable=false',
   ]) {
     assert.ok(props.split('\n').includes(line), `missing: ${line}`);
+  }
+});
+
+test('cluster ids are 22 base64url characters and never start with a dash the storage tool would take for an option', () => {
+  for (let i = 0; i < 5_000; i++) {
+    const id = newClusterId();
+    assert.match(id, /^[A-Za-z0-9_][A-Za-z0-9_-]{21}$/);
   }
 });
