@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { stopLocalCluster } from '../src/kafka/local-cluster.ts';
+import { startBenchBroker } from './lib/broker.ts';
 import { ensureTopics, withAdmin, type AdminClient, type TopicSpec } from '../src/kafka/admin.ts';
 import { connectProducer, disconnect, flush } from '../src/kafka/clients.ts';
 import { produceAll } from '../src/verify/orders-input.ts';
@@ -53,7 +54,8 @@ const log = (s: string) => process.stderr.write(`[bench ${new Date().toISOString
  * through the repartition, orders ≈ 500 rec/s); faster contenders finish the same input sooner, so
  * their figures rest on shorter windows.
  */
-const DEFAULT_RECORDS: Record<BenchPipeline, number> = { 'filter-map': 350_000, 'word-count': 8_000, orders: 12_000 };
+// Sized so that an onceflow EOS run of each pipeline lasts about 20 s here (2 cores, one local broker).
+const DEFAULT_RECORDS: Record<BenchPipeline, number> = { 'filter-map': 600_000, 'word-count': 50_000, orders: 70_000 };
 const QUICK_RECORDS: Record<BenchPipeline, number> = { 'filter-map': 20_000, 'word-count': 1_500, orders: 4_000 };
 
 const quick = flags.quick ?? false;
@@ -104,15 +106,7 @@ if (contenders.includes('kafka-streams-eos')) {
 if (!bootstrap) {
   clusterDir = join(tmpDir, 'cluster');
   log(`starting a local broker in ${clusterDir}`);
-  // Started from a separate node process: the admin clients its readiness probe creates and drops
-  // were seen to crash this process (SIGSEGV) later, when garbage-collected under a large backlog.
-  const r = spawnSync(
-    process.execPath,
-    ['--import', 'tsx', '-e', `import('./src/kafka/local-cluster.ts').then(async (m) => { const i = await m.startLocalCluster({ dir: ${JSON.stringify(clusterDir)}, withRegistry: false }); process.stdout.write(i.bootstrap); process.exit(0); })`],
-    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
-  );
-  if (r.status !== 0 || !r.stdout.trim()) throw new Error(`could not start the local broker (exit ${r.status})`);
-  bootstrap = r.stdout.trim();
+  bootstrap = startBenchBroker(clusterDir);
 }
 const BOOT = bootstrap;
 log(`broker ${BOOT}`);

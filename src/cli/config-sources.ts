@@ -25,6 +25,8 @@ const FIELD_KINDS = {
   registryUrl: 'string',
   kafka: 'map',
   shutdownTimeoutMs: 'number',
+  stateStore: 'string',
+  stateDir: 'string',
   unsafeCommitOffsetsOutsideTransaction: 'boolean',
 } as const satisfies Record<Field, FieldKind>;
 

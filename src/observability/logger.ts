@@ -139,7 +139,7 @@ export function attachLogging(worker: ObservedWorker, root: Logger, options: Log
         (e.lost ? log.warn.bind(log) : log.info.bind(log))({ event: e.type, partitions: e.partitions, lost: e.lost }, e.lost ? 'partitions lost' : 'partitions revoked');
         break;
       case 'restored':
-        log.info({ event: e.type, records: e.records, ms: e.ms }, 'state restored');
+        log.info({ event: e.type, records: e.records, ms: e.ms, fromCheckpoint: e.fromCheckpoint ?? 0 }, 'state restored');
         break;
       case 'committed':
         log.debug({ event: e.type, records: e.records, ms: e.ms }, 'transaction committed');

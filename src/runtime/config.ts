@@ -1,4 +1,5 @@
-import { hostname } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { z } from 'zod';
 import { OnceflowError } from '../errors.ts';
 
@@ -35,6 +36,10 @@ export const workerConfigSchema = z
     /** librdkafka options passed through unchanged to every client (security, tuning). */
     kafka: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
     shutdownTimeoutMs: z.number().int().min(1_000).default(30_000),
+    /** `persistent` keeps each task's stores in LMDB under stateDir, so a clean restart restores only the changelog's tail. */
+    stateStore: z.enum(['memory', 'persistent']).default('memory'),
+    /** Per worker, `<stateDir>/<appId>/<instanceId>/<task>`: mount a volume here to keep state across pod restarts. */
+    stateDir: z.string().min(1).default(() => join(tmpdir(), 'onceflow-state')),
     /** Test-only: commit the consumer offsets outside the transaction, to prove the verifier catches it. */
     unsafeCommitOffsetsOutsideTransaction: z.boolean().default(false),
   })

@@ -3,12 +3,20 @@ import { connectConsumer, consumeBatch, disconnect, watermarks, type RdConfig } 
 import type { RuntimeTask } from './worker-topology.ts';
 
 /**
+ * Where a store's restore starts, given its changelog partition's offsets now: `low` for a full
+ * replay, or a checkpoint of a persistent store (which must then hold exactly the changelog up to it).
+ */
+export type RestoreStart = (task: RuntimeTask, store: string, changelog: { topic: string; partition: number; low: number; high: number }) => number;
+
+const fromTheStart: RestoreStart = (_task, _store, c) => c.low;
+
+/**
  * Rebuilds the tasks' stores from their changelog partitions before they process a record.
- * Reads read_committed from the start to the end; the end is recognised by partition EOF, because
- * a changelog whose last offset is a commit marker has a high watermark no data record reaches.
+ * Reads read_committed from the start (or `start`) to the end; the end is recognised by partition EOF,
+ * because a changelog whose last offset is a commit marker has a high watermark no data record reaches.
  * Returns the number of changelog records applied.
  */
-export async function restoreTasks(clientConfig: RdConfig, tasks: readonly RuntimeTask[]): Promise<number> {
+export async function restoreTasks(clientConfig: RdConfig, tasks: readonly RuntimeTask[], start: RestoreStart = fromTheStart): Promise<number> {
   const targets = new Map<string, { task: RuntimeTask; store: string }>();
   for (const task of tasks) for (const c of task.changelogs) targets.set(`${c.topic}\u0000${c.partition}`, { task, store: c.store });
   if (targets.size === 0) return 0;
@@ -25,13 +33,14 @@ export async function restoreTasks(clientConfig: RdConfig, tasks: readonly Runti
   try {
     const pending = new Set<string>();
     const assignment: { topic: string; partition: number; offset: number }[] = [];
-    for (const key of targets.keys()) {
+    for (const [key, { task, store }] of targets) {
       const [topic, p] = key.split('\u0000') as [string, string];
       const partition = Number(p);
       const { low, high } = await watermarks(consumer, topic, partition, 30_000);
-      if (high > low) {
+      const offset = start(task, store, { topic, partition, low, high });
+      if (high > offset) {
         pending.add(key);
-        assignment.push({ topic, partition, offset: low });
+        assignment.push({ topic, partition, offset });
       }
     }
     if (assignment.length === 0) return 0;

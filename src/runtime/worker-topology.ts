@@ -1,5 +1,6 @@
 import type { Serde, SerdeContext } from '../serdes/serde.ts';
 import type { IncomingRecord, RecordCollector } from './records.ts';
+import type { StoreFactory } from '../state/store.ts';
 
 /**
  * What the worker needs of a compiled topology. The compiler (src/graph) produces it; keeping the
@@ -10,7 +11,7 @@ export interface RuntimeTopology {
   readonly subtopologies: readonly { readonly id: number; readonly sourceTopics: readonly string[] }[];
   readonly topics: readonly RuntimeTopic[];
   serdeUsages(): readonly { readonly serde: Serde<unknown>; readonly ctx: SerdeContext }[];
-  createTask(subtopologyId: number, partition: number): RuntimeTask;
+  createTask(subtopologyId: number, partition: number, opts?: { readonly storeFactory?: StoreFactory }): RuntimeTask;
   /** Partition counts of every topic, internal ones derived from the external sources' counts. */
   resolvePartitions(sourcePartitions: ReadonlyMap<string, number>): { readonly topics: readonly RuntimeTopic[] };
   /** Worst-case time one record may spend in retry backoff: it must fit in a transaction. */

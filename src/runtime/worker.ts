@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KafkaConsumer, LibrdKafkaError, Message, Producer, TopicPartitionOffset } from '@confluentinc/kafka-javascript';
 import { ensureTopics, partitionCounts, withAdmin, type TopicSpec } from '../kafka/admin.ts';
@@ -16,12 +17,14 @@ import {
   initTransactions,
   seek,
   sendOffsetsToTransaction,
+  watermarks,
   type RdConfig,
 } from '../kafka/clients.ts';
+import type { ChangelogOffset, PersistentTaskState } from '../state/lmdb-store.ts';
 import { parseWorkerConfig, transactionalId, type WorkerConfig, type WorkerConfigInput } from './config.ts';
 import type { IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader } from './records.ts';
 import { formatCommitMetadata } from './commit-metadata.ts';
-import { restoreTasks } from './restore.ts';
+import { restoreTasks, type RestoreStart } from './restore.ts';
 import { classifyTxnError, describeKafkaError, isFencing, WorkerError } from './txn-errors.ts';
 import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
 import type { PartitionLag, TopicRecordCount } from '../observability/worker-view.ts';
@@ -51,7 +54,8 @@ export type WorkerEvent =
   | { type: 'started'; transactionalId: string }
   | { type: 'assigned'; partitions: string[] }
   | { type: 'revoked'; partitions: string[]; lost: boolean }
-  | { type: 'restored'; records: number; ms: number }
+  /** fromCheckpoint: changelog partitions of persistent stores that resumed from a checkpoint instead of the start. */
+  | { type: 'restored'; records: number; ms: number; fromCheckpoint?: number }
   | { type: 'committed'; records: number; ms: number }
   | { type: 'aborted'; reason: string }
   | { type: 'fenced'; reason: string }
@@ -120,6 +124,18 @@ export class Worker extends EventEmitter {
   private readonly txnHeader: Buffer;
   private readonly deadLetterTopics: ReadonlySet<string>;
   private readonly chaos = chaosSchedule(process.env.ONCEFLOW_CHAOS_KILL_AT);
+  /** Persistent stores of each task; empty with the in-memory store. */
+  private readonly taskState = new Map<RuntimeTask, PersistentTaskState>();
+  /** Loaded only for `stateStore: persistent`, so the default never loads LMDB's native binary. */
+  private persistentState: typeof PersistentTaskState | undefined;
+  /** The loop ended after its last commit, not on an error: local state matches the changelog. */
+  private cleanExit = false;
+  /**
+   * False from a rewind until the next commit: a fenced zombie's successor may already be writing the
+   * changelog, and at least once the rolled-back batch's changelog records stay behind, so its end
+   * may not be what the stores hold.
+   */
+  private lastTransactionCommitted = true;
 
   constructor(
     readonly topology: RuntimeTopology,
@@ -153,6 +169,7 @@ export class Worker extends EventEmitter {
         `the topology's retry policy can hold one record for ${budget} ms, not below transactionTimeoutMs (${this.config.transactionTimeoutMs}): lower maxAttempts/maxBackoffMs or raise the timeout`,
       );
     }
+    if (this.config.stateStore === 'persistent') this.persistentState = (await import('../state/lmdb-store.ts')).PersistentTaskState;
     await this.prepareTopics();
     for (const { serde, ctx } of this.topology.serdeUsages()) {
       await serde.prepare?.(ctx, { registryUrl: this.config.registryUrl });
@@ -302,7 +319,11 @@ export class Worker extends EventEmitter {
           if (ev.lost) await this.abort('partitions lost');
           else await this.commit();
         }
-        for (const p of ev.partitions) this.dropSource(p);
+        for (const p of ev.partitions) {
+          const closed = this.dropSource(p);
+          // Before the unassign: until then no other worker writes this task's changelog.
+          if (closed) await this.closeTaskState(closed, !ev.lost);
+        }
         cooperative(consumer).incrementalUnassign(ev.partitions);
         this.emit('event', { type: 'revoked', partitions: names, lost: ev.lost } satisfies WorkerEvent);
       } else {
@@ -324,7 +345,13 @@ export class Worker extends EventEmitter {
       const id = `${sub}_${p.partition}`;
       let task = this.tasks.get(id);
       if (!task) {
-        task = this.topology.createTask(sub, p.partition);
+        if (this.persistentState) {
+          const state = new this.persistentState(join(this.config.stateDir, this.config.appId, this.config.instanceId, id));
+          task = this.topology.createTask(sub, p.partition, { storeFactory: state.storeFactory });
+          this.taskState.set(task, state);
+        } else {
+          task = this.topology.createTask(sub, p.partition);
+        }
         this.tasks.set(id, task);
         fresh.push(task);
       }
@@ -333,24 +360,54 @@ export class Worker extends EventEmitter {
     return fresh;
   }
 
-  private dropSource(p: Tp): void {
+  /** Returns the task when this was its last source partition. */
+  private dropSource(p: Tp): RuntimeTask | undefined {
     const key = tpKey(p.topic, p.partition);
     this.taskBySource.delete(key);
     this.progress.committed.delete(key);
     this.progress.pending.delete(key);
     const sub = this.subtopologyOf.get(p.topic);
-    if (sub === undefined) return;
+    if (sub === undefined) return undefined;
     const id = `${sub}_${p.partition}`;
-    const stillUsed = [...this.taskBySource.values()].includes(this.tasks.get(id) as RuntimeTask);
-    if (!stillUsed) this.tasks.delete(id);
+    const task = this.tasks.get(id);
+    if (!task || [...this.taskBySource.values()].includes(task)) return undefined;
+    this.tasks.delete(id);
+    return task;
   }
 
   private async restore(tasks: RuntimeTask[]): Promise<void> {
     if (tasks.length === 0 || tasks.every((t) => t.changelogs.length === 0)) return;
     const started = Date.now();
-    const records = await restoreTasks(this.baseClientConfig(), tasks);
+    let fromCheckpoint = 0;
+    const start: RestoreStart = (task, store, c) => {
+      const offset = this.taskState.get(task)?.restoreFrom(store, c.topic, c.partition, c.low, c.high) ?? c.low;
+      if (offset > c.low) fromCheckpoint++;
+      return offset;
+    };
+    const records = await restoreTasks(this.baseClientConfig(), tasks, start);
+    for (const task of tasks) this.taskState.get(task)?.startProcessing();
     this.stats.restoredRecords += records;
-    this.emit('event', { type: 'restored', records, ms: Date.now() - started } satisfies WorkerEvent);
+    this.emit('event', { type: 'restored', records, ms: Date.now() - started, fromCheckpoint } satisfies WorkerEvent);
+  }
+
+  /**
+   * Closes a task's persistent stores. `clean` (its last transaction is committed or rolled back, and
+   * no other worker owns it yet) checkpoints each changelog's end: everything before it is in the store.
+   */
+  private async closeTaskState(task: RuntimeTask, clean: boolean): Promise<void> {
+    const state = this.taskState.get(task);
+    if (!state) return;
+    this.taskState.delete(task);
+    const consumer = this.consumer;
+    let offsets: ChangelogOffset[] | undefined;
+    if (clean && consumer && this.lastTransactionCommitted) {
+      try {
+        offsets = await Promise.all(task.changelogs.map(async (c) => ({ topic: c.topic, partition: c.partition, offset: (await watermarks(consumer, c.topic, c.partition, 10_000)).high })));
+      } catch {
+        // No checkpoint then: the next start rebuilds from the changelog, which is slower but exact.
+      }
+    }
+    await state.close(offsets);
   }
 
   private async loadCommitted(partitions: Tp[]): Promise<void> {
@@ -395,6 +452,7 @@ export class Worker extends EventEmitter {
         }
       }
       if (this.txnOpen) await this.commit();
+      this.cleanExit = true;
     } finally {
       this.loopEnded = true;
       await this.close();
@@ -481,6 +539,7 @@ export class Worker extends EventEmitter {
     for (const [k, o] of this.progress.pending) this.progress.committed.set(k, o.offset);
     this.progress.pending.clear();
     for (const t of this.tasks.values()) t.commit();
+    this.lastTransactionCommitted = true;
     this.txnOpen = false;
     this.stats.transactionsCommitted++;
     this.stats.lastCommitAt = Date.now();
@@ -557,6 +616,7 @@ export class Worker extends EventEmitter {
   /** Roll the tasks back to their last commit and re-read every partition from its committed offset. */
   private async rewind(reason: string): Promise<void> {
     for (const t of this.tasks.values()) t.rollback();
+    this.lastTransactionCommitted = false;
     const consumer = this.consumer;
     const dirty = [...this.progress.pending.keys()];
     this.progress.pending.clear();
@@ -626,6 +686,7 @@ export class Worker extends EventEmitter {
   private async close(): Promise<void> {
     const consumer = this.consumer;
     const producer = this.producer;
+    for (const task of [...this.taskState.keys()]) await this.closeTaskState(task, this.cleanExit);
     if (consumer) {
       await disconnect(consumer, this.config.shutdownTimeoutMs);
     }
