@@ -76,10 +76,21 @@ export function committedOffsets(c: KafkaConsumer, partitions: { topic: string; 
 export function seek(c: KafkaConsumer, tpo: TopicPartitionOffset, timeoutMs: number): Promise<void> {
   return new Promise((res, rej) => c.seek(tpo, timeoutMs, (err) => (err ? rej(err) : res())));
 }
-export function watermarks(c: KafkaConsumer | Producer, topic: string, partition: number, timeoutMs: number): Promise<{ low: number; high: number }> {
-  return new Promise((res, rej) =>
-    c.queryWatermarkOffsets(topic, partition, timeoutMs, (err, o) => (err ? rej(err) : res({ low: o.lowOffset, high: o.highOffset }))),
-  );
+/** A topic created a moment ago answers these until its leader is known: worth asking again, not failing. */
+const LEADERSHIP_PENDING = new Set([ERR.ERR_NOT_LEADER_FOR_PARTITION, ERR.ERR_LEADER_NOT_AVAILABLE, ERR.ERR_UNKNOWN_TOPIC_OR_PART, ERR.ERR__UNKNOWN_PARTITION]);
+
+export async function watermarks(c: KafkaConsumer | Producer, topic: string, partition: number, timeoutMs: number): Promise<{ low: number; high: number }> {
+  const deadline = Date.now() + timeoutMs;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await new Promise((res, rej) =>
+        c.queryWatermarkOffsets(topic, partition, Math.max(1, deadline - Date.now()), (err, o) => (err ? rej(err) : res({ low: o.lowOffset, high: o.highOffset }))),
+      );
+    } catch (e) {
+      if (!isKafkaError(e) || !LEADERSHIP_PENDING.has(e.code) || Date.now() + 100 * attempt > deadline) throw e;
+      await new Promise((r) => setTimeout(r, 100 * attempt));
+    }
+  }
 }
 export function disconnect(c: KafkaConsumer | Producer, timeoutMs = 5000): Promise<void> {
   return new Promise((res) => {
