@@ -123,6 +123,7 @@ export class Worker extends EventEmitter {
   private readonly recordsByTopic = new Map<string, { consumed: number; produced: number }>();
   private readonly txnHeader: Buffer;
   private readonly deadLetterTopics: ReadonlySet<string>;
+  private readonly changelogTopics: ReadonlySet<string>;
   private readonly chaos = chaosSchedule(process.env.ONCEFLOW_CHAOS_KILL_AT);
   /** Persistent stores of each task; empty with the in-memory store. */
   private readonly taskState = new Map<RuntimeTask, PersistentTaskState>();
@@ -146,6 +147,7 @@ export class Worker extends EventEmitter {
     this.txnId = transactionalId(this.config);
     this.txnHeader = Buffer.from(this.txnId);
     this.deadLetterTopics = new Set(topology.topics.filter((t) => t.kind === 'dead-letter').map((t) => t.name));
+    this.changelogTopics = new Set(topology.topics.filter((t) => t.kind === 'changelog').map((t) => t.name));
   }
 
   get transactionalId(): string {
@@ -499,13 +501,16 @@ export class Worker extends EventEmitter {
     if (!producer || !cur) throw new Error('send outside a batch');
     const headers: Record<string, Buffer>[] = [];
     if (r.headers) for (const h of r.headers) headers.push({ [h.key]: h.value });
-    headers.push(
-      { [LINEAGE.topic]: cur.lineage.topic },
-      { [LINEAGE.partition]: cur.lineage.partition },
-      { [LINEAGE.offset]: Buffer.from(String(cur.record.offset)) },
-      { [LINEAGE.seq]: Buffer.from(String(cur.seq++)) },
-      { [LINEAGE.txn]: this.txnHeader },
-    );
+    // Changelogs are read back only by restore, which needs no lineage; each header costs the produce call a conversion.
+    if (!this.changelogTopics.has(r.topic)) {
+      headers.push(
+        { [LINEAGE.topic]: cur.lineage.topic },
+        { [LINEAGE.partition]: cur.lineage.partition },
+        { [LINEAGE.offset]: Buffer.from(String(cur.record.offset)) },
+        { [LINEAGE.seq]: Buffer.from(String(cur.seq++)) },
+        { [LINEAGE.txn]: this.txnHeader },
+      );
+    }
     producer.produce(r.topic, r.partition ?? null, r.value, r.key, r.timestamp ?? cur.record.timestamp, null, headers);
     this.stats.recordsProduced++;
     this.topicCount(r.topic).produced++;
