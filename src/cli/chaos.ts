@@ -1,27 +1,28 @@
 import { writeFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { runChaos } from '../verify/chaos.ts';
+import { intAtLeast } from './int-option.ts';
 import type { PipelineName } from '../verify/pipelines.ts';
 
 export function registerChaos(program: Command): void {
   program
     .command('chaos')
     .description('kill replicas (and the broker) while they process, then verify the committed output')
-    .option('--records <n>', 'input records', '20000')
-    .option('--replicas <n>', 'worker replicas', '3')
-    .option('--kills <n>', 'SIGKILLs of a random replica', '5')
-    .option('--broker-restarts <n>', 'broker restarts (SIGKILL + start)', '0')
+    .option('--records <n>', 'input records', intAtLeast(1), 20000)
+    .option('--replicas <n>', 'worker replicas', intAtLeast(1), 3)
+    .option('--kills <n>', 'SIGKILLs of a random replica', intAtLeast(0), 5)
+    .option('--broker-restarts <n>', 'broker restarts (SIGKILL + start)', intAtLeast(0), 0)
     .option('--scale', 'add a replica and remove one mid-run')
-    .option('--poison <n>', 'malformed records to inject', '0')
-    .option('--seed <n>', 'fixes the input and the kill schedule', '42')
-    .option('--guarantee <g>', 'exactly_once | at_least_once', 'exactly_once')
-    .option('--topology <name>', 'orders | word-count', 'orders')
-    .option('--feed-ms <ms>', 'how long the input keeps arriving', '20000')
+    .option('--poison <n>', 'malformed records to inject', intAtLeast(0), 0)
+    .option('--seed <n>', 'fixes the input and the kill schedule', intAtLeast(0), 42)
+    .addOption(new Option('--guarantee <g>', 'processing guarantee').choices(['exactly_once', 'at_least_once']).default('exactly_once'))
+    .addOption(new Option('--topology <name>', 'the example topology to run').choices(['orders', 'word-count']).default('orders'))
+    .option('--feed-ms <ms>', 'how long the input keeps arriving', intAtLeast(0), 20000)
     .addOption(new Option('--format <format>', 'orders input format (avro: registry Avro; starts the registry too)').choices(['json', 'avro']).default('json'))
     .option('--bootstrap <servers>', 'use a running broker instead of starting one')
     .option('--registry-url <url>', 'with --bootstrap and --format avro: the schema registry to use')
     .option('--json <file>', 'write the result as JSON')
-    .action(async (o: Record<string, string | boolean | undefined>) => {
+    .action(async (o: Record<string, string | number | boolean | undefined>) => {
       const result = await runChaos({
         records: Number(o.records),
         replicas: Number(o.replicas),

@@ -4,6 +4,7 @@ import { startLocalCluster, stopLocalCluster } from '../kafka/local-cluster.ts';
 import { projectRoot } from '../kafka/paths.ts';
 import { runChaos, type ChaosResult } from '../verify/chaos.ts';
 import { runEffectsChaos } from '../verify/effects-chaos.ts';
+import { intAtLeast } from './int-option.ts';
 
 interface Row {
   readonly step: string;
@@ -23,11 +24,11 @@ export function registerDemo(program: Command): void {
   program
     .command('demo')
     .description('the story of where exactly-once holds and where it stops, each step measured on a local Kafka')
-    .option('--records <n>', 'input records per run', '20000')
+    .option('--records <n>', 'input records per run', intAtLeast(1), 20000)
     .addOption(new Option('--format <format>', 'order events format (avro: registry Avro in the Confluent wire format; starts the schema registry)').choices(['json', 'avro']).default('json'))
     .option('--pg-url <url>', 'PostgreSQL for the external-effect step', process.env.ONCEFLOW_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test')
-    .action(async (opts: { records: string; pgUrl: string; format: string }) => {
-      const records = Number(opts.records);
+    .action(async (opts: { records: number; pgUrl: string; format: string }) => {
+      const records = opts.records;
       const format = opts.format === 'avro' ? 'avro' : 'json';
       const started = Date.now();
       const dir = join(projectRoot(), '.onceflow', `demo-${process.pid}`);
