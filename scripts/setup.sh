@@ -7,7 +7,7 @@ cache="${ONCEFLOW_CACHE:-$PWD/.cache}"
 say() { printf 'setup: %s\n' "$*"; }
 
 # 1. Debian libraries librdkafka links against (the client is built from source here).
-debs=(libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev libcurl4-openssl-dev build-essential python3)
+debs=(libssl-dev libsasl2-dev zlib1g-dev libzstd-dev liblz4-dev libcurl4-openssl-dev build-essential python3 openssl)
 missing=()
 for p in "${debs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

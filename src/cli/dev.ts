@@ -1,5 +1,22 @@
 import type { Command } from 'commander';
-import { defaultClusterDir, isAlive, readClusterInfo, startLocalCluster, stopLocalCluster } from '../kafka/local-cluster.ts';
+import { readFileSync } from 'node:fs';
+import { parseAcls } from '../kafka/acls.ts';
+import { defaultClusterDir, isAlive, LocalClusterError, readClusterInfo, startLocalCluster, stopLocalCluster, type LocalClusterInfo } from '../kafka/local-cluster.ts';
+import { applySecurity, newPassword, SCRAM_MECHANISM, type SecureClusterInfo } from '../kafka/security.ts';
+
+function secureClusterIn(dir: string): { info: LocalClusterInfo; secure: SecureClusterInfo } {
+  const info = readClusterInfo(dir);
+  if (!info?.secure) throw new LocalClusterError('NOT_RUNNING', `no secure dev cluster in ${dir}: start one with \`onceflow dev up --secure\``);
+  return { info, secure: info.secure };
+}
+
+/** The client settings of a secure cluster, as worker environment variables (the password stays in its file). */
+function printSecureSettings(secure: SecureClusterInfo): void {
+  console.log('ONCEFLOW_KAFKA_SECURITY_PROTOCOL=SASL_SSL');
+  console.log(`ONCEFLOW_KAFKA_SASL_MECHANISMS=${SCRAM_MECHANISM}`);
+  console.log(`ONCEFLOW_KAFKA_SSL_CA_LOCATION=${secure.caLocation}`);
+  console.log(`admin user ${secure.adminUser}, password in ${secure.adminPasswordFile}, Java client config ${secure.adminCommandConfig}`);
+}
 
 export function registerDev(program: Command): void {
   const dev = program.command('dev').description('a local single-node Kafka (KRaft) and schema registry for development and tests');
@@ -8,14 +25,16 @@ export function registerDev(program: Command): void {
     .description('start the broker and the registry, wait until both answer, print where they are')
     .option('--dir <dir>', 'state directory', defaultClusterDir())
     .option('--no-registry', 'start the broker only')
-    .action(async (opts: { dir: string; registry: boolean }) => {
+    .option('--secure', 'SASL_SSL listener: TLS (a CA made now), SCRAM-SHA-512 users, ACLs enforced by the StandardAuthorizer')
+    .action(async (opts: { dir: string; registry: boolean; secure?: boolean }) => {
       const before = readClusterInfo(opts.dir);
-      const info = await startLocalCluster({ dir: opts.dir, withRegistry: opts.registry });
+      const info = await startLocalCluster({ dir: opts.dir, withRegistry: opts.registry, secure: opts.secure === true });
       const reused = before !== undefined && before.brokerPid === info.brokerPid;
       console.log(`${reused ? 'already running' : 'started'}: broker ${info.bootstrap} (pid ${info.brokerPid}${reused ? '' : `, answered after ${info.brokerStartMs} ms`})`);
       if (info.registryUrl) console.log(`registry ${info.registryUrl} (pid ${info.registryPid}${reused ? '' : `, answered after ${info.registryStartMs} ms`})`);
       console.log(`ONCEFLOW_BOOTSTRAP=${info.bootstrap}`);
       console.log(`ONCEFLOW_REGISTRY_URL=${info.registryUrl}`);
+      if (info.secure) printSecureSettings(info.secure);
       console.log(`(written to ${opts.dir}/dev.json)`);
     });
   dev
@@ -41,6 +60,28 @@ export function registerDev(program: Command): void {
       const registry = info.registryPid > 0 && isAlive(info.registryPid);
       console.log(`broker   ${info.bootstrap}  pid ${info.brokerPid}  ${broker ? 'running' : 'NOT running'}`);
       if (info.registryPid > 0) console.log(`registry ${info.registryUrl}  pid ${info.registryPid}  ${registry ? 'running' : 'NOT running'}`);
+      if (info.secure) printSecureSettings(info.secure);
       if (!broker || (info.registryPid > 0 && !registry)) process.exitCode = 1;
+    });
+  dev
+    .command('user <name>')
+    .description('create or update a SCRAM-SHA-512 user on the secure dev cluster (password from ONCEFLOW_USER_PASSWORD, else generated and printed)')
+    .option('--dir <dir>', 'state directory', defaultClusterDir())
+    .action(async (name: string, opts: { dir: string }) => {
+      const { info, secure } = secureClusterIn(opts.dir);
+      const given = process.env.ONCEFLOW_USER_PASSWORD;
+      const password = given ?? newPassword();
+      await applySecurity(info.bootstrap, secure, { users: [{ name, password }] });
+      console.log(`user ${name} (principal User:${name}) ${given ? 'set to ONCEFLOW_USER_PASSWORD' : `has password ${password}`}`);
+    });
+  dev
+    .command('grant [file]')
+    .description('add the ACLs of a file (or stdin) in the format `onceflow acls` prints to the secure dev cluster')
+    .option('--dir <dir>', 'state directory', defaultClusterDir())
+    .action(async (file: string | undefined, opts: { dir: string }) => {
+      const { info, secure } = secureClusterIn(opts.dir);
+      const acls = parseAcls(readFileSync(file ?? 0, 'utf8'));
+      await applySecurity(info.bootstrap, secure, { acls });
+      console.log(`added ${acls.length} ACL(s)`);
     });
 }

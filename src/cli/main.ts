@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { isOnceflowError } from '../errors.ts';
+import { registerAcls } from './acls.ts';
 import { registerChaos } from './chaos.ts';
 import { registerConfig } from './config.ts';
 import { registerDemo } from './demo.ts';
@@ -26,6 +27,7 @@ registerStatus(program);
 registerConfig(program);
 registerOutbox(program);
 registerDlq(program);
+registerAcls(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -11,6 +11,11 @@ export class TopicError extends OnceflowError {
   }
 }
 
+/** Wrong SASL credentials: said at once, instead of the timeouts and transport errors librdkafka reports for it. */
+export class KafkaAuthenticationError extends OnceflowError {
+  readonly code = 'AUTHENTICATION_FAILED';
+}
+
 export interface TopicSpec {
   readonly name: string;
   readonly partitions: number;
@@ -23,27 +28,42 @@ export type AdminClient = KafkaJS.Admin;
 /** librdkafka options (dotted names) shared by every client of one application. */
 export type ClientOptions = Readonly<Record<string, string | number | boolean>>;
 
-export function createAdmin(bootstrap: string, extra: ClientOptions = {}): AdminClient {
-  const kafka = new KafkaJS.Kafka({ 'bootstrap.servers': bootstrap, 'log_level': 0, ...extra } as KafkaJS.CommonConstructorConfig);
+/** librdkafka reports a failed SASL handshake only as an error log line (hence log_level 3, into createAdmin's logger); the call itself fails later as a transport error. */
+const SASL_FAILURE = /SASL authentication error[^\n]*/;
+
+export function createAdmin(bootstrap: string, extra: ClientOptions = {}, onError?: (message: string) => void): AdminClient {
+  const quiet = () => undefined;
+  const logger = { info: quiet, debug: quiet, warn: quiet, error: (message: string) => onError?.(message), namespace: () => logger, setLogLevel: quiet };
+  // The typings demand `brokers` inside kafkaJS, but the binding takes librdkafka's bootstrap.servers beside it.
+  const kafka = new KafkaJS.Kafka({ kafkaJS: { logger }, 'bootstrap.servers': bootstrap, 'log_level': 3, ...extra } as unknown as KafkaJS.CommonConstructorConfig);
   return kafka.admin();
 }
 
 export async function withAdmin<T>(bootstrap: string, fn: (admin: AdminClient) => Promise<T>, extra: ClientOptions = {}): Promise<T> {
-  const admin = createAdmin(bootstrap, extra);
-  await admin.connect();
+  let saslFailure: string | undefined;
+  const admin = createAdmin(bootstrap, extra, (message) => (saslFailure ??= SASL_FAILURE.exec(message)?.[0]));
   try {
+    await admin.connect();
     return await fn(admin);
+  } catch (e) {
+    if (saslFailure === undefined) throw e;
+    // Names the user and mechanism, never the password (the broker's text does not carry it either).
+    throw new KafkaAuthenticationError(`could not authenticate to ${bootstrap} as user "${String(extra['sasl.username'] ?? '')}" with ${String(extra['sasl.mechanisms'] ?? extra['sasl.mechanism'] ?? 'SASL')}: ${saslFailure} (check sasl.username and sasl.password)`, { cause: e });
   } finally {
-    await admin.disconnect();
+    await admin.disconnect().catch(() => undefined);
   }
 }
 
 /** True when the broker answers a metadata request. */
-export async function pingBroker(bootstrap: string): Promise<boolean> {
-  return withAdmin(bootstrap, async (admin) => {
-    await admin.listTopics({ timeout: 2000 });
-    return true;
-  });
+export async function pingBroker(bootstrap: string, extra: ClientOptions = {}): Promise<boolean> {
+  return withAdmin(
+    bootstrap,
+    async (admin) => {
+      await admin.listTopics({ timeout: 2000 });
+      return true;
+    },
+    extra,
+  );
 }
 
 /** Creates what is missing; topics that already exist are left as they are. */

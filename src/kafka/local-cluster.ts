@@ -6,7 +6,8 @@ import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OnceflowError } from '../errors.ts';
 import { projectRoot } from './paths.ts';
-import { pingBroker } from './admin.ts';
+import { pingBroker, type ClientOptions } from './admin.ts';
+import { adminClientOptions, formatScramArgs, makeBrokerSecurity, secureListenerProperties, type BrokerSecurity, type SecureClusterInfo } from './security.ts';
 
 export class LocalClusterError extends OnceflowError {
   constructor(
@@ -30,6 +31,8 @@ export interface LocalClusterInfo {
   readonly registryStartMs: number;
   readonly brokerPort: number;
   readonly controllerPort: number;
+  /** Set by `dev up --secure`: the broker listens SASL_SSL (SCRAM) with ACLs enforced. */
+  readonly secure?: SecureClusterInfo;
 }
 
 export interface StartOptions {
@@ -38,6 +41,8 @@ export interface StartOptions {
   readonly brokerPort?: number;
   readonly registryPort?: number;
   readonly withRegistry?: boolean;
+  /** TLS with a CA made at start, SASL/SCRAM-SHA-512, and the StandardAuthorizer with an `admin` super user. */
+  readonly secure?: boolean;
   readonly log?: (line: string) => void;
 }
 
@@ -72,7 +77,7 @@ function assertJava(): void {
   }
 }
 
-function kafkaClasspath(): string {
+export function kafkaClasspath(): string {
   const libs = join(cacheDir(), 'kafka', 'libs');
   if (!existsSync(libs)) {
     throw new LocalClusterError('CACHE_MISSING', `Kafka jars are missing under ${libs}: run \`npm run setup\` first`);
@@ -150,16 +155,18 @@ export function newClusterId(): string {
   }
 }
 
-export function brokerProperties(opts: { brokerPort: number; controllerPort: number; dataDir: string }): string {
+export function brokerProperties(opts: { brokerPort: number; controllerPort: number; dataDir: string; security?: BrokerSecurity }): string {
+  const listener = opts.security ? 'SASL_SSL' : 'PLAINTEXT';
   return [
     'process.roles=broker,controller',
     'node.id=1',
     `controller.quorum.voters=1@127.0.0.1:${opts.controllerPort}`,
-    `listeners=PLAINTEXT://127.0.0.1:${opts.brokerPort},CONTROLLER://127.0.0.1:${opts.controllerPort}`,
-    `advertised.listeners=PLAINTEXT://127.0.0.1:${opts.brokerPort}`,
+    `listeners=${listener}://127.0.0.1:${opts.brokerPort},CONTROLLER://127.0.0.1:${opts.controllerPort}`,
+    `advertised.listeners=${listener}://127.0.0.1:${opts.brokerPort}`,
     'controller.listener.names=CONTROLLER',
-    'inter.broker.listener.name=PLAINTEXT',
-    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    `inter.broker.listener.name=${listener}`,
+    `listener.security.protocol.map=${listener}:${listener},CONTROLLER:PLAINTEXT`,
+    ...(opts.security ? secureListenerProperties(opts.security) : []),
     `log.dirs=${opts.dataDir}`,
     'num.partitions=1',
     // A typo'd topic must surface as an error, not as a silently created empty topic.
@@ -208,26 +215,32 @@ export interface BrokerHandle {
   readonly startMs: number;
 }
 
-/** Starts (or restarts, keeping its data) the broker of a cluster directory. */
-export async function startBroker(dir: string, brokerPort: number, controllerPort: number): Promise<BrokerHandle> {
+/**
+ * Starts (or restarts, keeping its data) the broker of a cluster directory. A restart of a secure broker
+ * passes only `info`: its properties (with the keystore's password) are kept from the first start.
+ */
+export async function startBroker(dir: string, brokerPort: number, controllerPort: number, security?: { broker?: BrokerSecurity; info: SecureClusterInfo }): Promise<BrokerHandle> {
   const dataDir = join(dir, 'kafka-data');
   const propsFile = join(dir, 'server.properties');
   const logFile = join(dir, 'broker.log');
   const classpath = kafkaClasspath();
   const log4j = join(dir, 'log4j2.xml');
   writeFileSync(log4j, log4jConfig(logFile));
-  writeFileSync(propsFile, brokerProperties({ brokerPort, controllerPort, dataDir }));
+  if (!security || security.broker) {
+    writeFileSync(propsFile, brokerProperties({ brokerPort, controllerPort, dataDir, ...(security?.broker ? { security: security.broker } : {}) }), { mode: 0o600 });
+  }
   const jvm = ['-Xms256m', '-Xmx1g', '-XX:+UseG1GC', `-Dlog4j2.configurationFile=${log4j}`, '-cp', classpath];
   if (!existsSync(join(dataDir, 'meta.properties'))) {
     const clusterId = newClusterId();
-    const format = spawnSync('java', [...jvm, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile], { encoding: 'utf8' });
+    const format = spawnSync('java', [...jvm, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile, ...(security?.broker ? formatScramArgs(security.broker) : [])], { encoding: 'utf8' });
     if (format.status !== 0) {
       throw new LocalClusterError('PROCESS_EXITED', `formatting the broker storage failed:\n${format.stdout}\n${format.stderr}`);
     }
   }
   const pid = spawnDetached('java', [...jvm, 'kafka.Kafka', propsFile], logFile, dir);
   const bootstrap = `127.0.0.1:${brokerPort}`;
-  const startMs = await waitFor('the Kafka broker', pid, logFile, 60_000, () => pingBroker(bootstrap));
+  const clientOptions: ClientOptions = security ? adminClientOptions(security.info) : {};
+  const startMs = await waitFor('the Kafka broker', pid, logFile, 60_000, () => pingBroker(bootstrap, clientOptions));
   return { pid, bootstrap, startMs };
 }
 
@@ -293,7 +306,8 @@ export async function startLocalCluster(opts: StartOptions = {}): Promise<LocalC
   const withRegistry = opts.withRegistry ?? true;
   if (withRegistry) await assertPortFree(registryPort, 'the registry');
   const registry = withRegistry ? startRegistry(dir, registryPort) : Promise.resolve({ pid: 0, url: '', startMs: 0 });
-  const [broker, reg] = await Promise.allSettled([startBroker(dir, brokerPort, controllerPort), registry]);
+  const security = opts.secure ? makeBrokerSecurity(dir) : undefined;
+  const [broker, reg] = await Promise.allSettled([startBroker(dir, brokerPort, controllerPort, security), registry]);
   if (broker.status === 'rejected' || reg.status === 'rejected') {
     if (broker.status === 'fulfilled') killQuietly(broker.value.pid);
     if (reg.status === 'fulfilled') killQuietly(reg.value.pid);
@@ -311,6 +325,7 @@ export async function startLocalCluster(opts: StartOptions = {}): Promise<LocalC
     registryStartMs: reg.value.startMs,
     brokerPort,
     controllerPort,
+    ...(security ? { secure: security.info } : {}),
   };
   writeClusterInfo(info);
   return info;
@@ -352,7 +367,7 @@ export async function stopLocalCluster(dir = defaultClusterDir()): Promise<Local
 export async function restartBroker(info: LocalClusterInfo, signal: 'SIGKILL' | 'SIGTERM' = 'SIGTERM'): Promise<LocalClusterInfo> {
   if (signal === 'SIGKILL') killQuietly(info.brokerPid, 'SIGKILL');
   await stopProcess(info.brokerPid);
-  const broker = await startBroker(info.dir, info.brokerPort, info.controllerPort);
+  const broker = await startBroker(info.dir, info.brokerPort, info.controllerPort, info.secure ? { info: info.secure } : undefined);
   const next = { ...info, brokerPid: broker.pid, brokerStartMs: broker.startMs };
   writeClusterInfo(next);
   return next;

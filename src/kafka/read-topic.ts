@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingRecord } from '../runtime/records.ts';
-import { connectConsumer, consumeBatch, disconnect, headerPairs, watermarks, type RdConfig } from './clients.ts';
-import { partitionCounts, withAdmin } from './admin.ts';
+import { connectConsumer, consumeBatch, disconnect, headerPairs, watermarks } from './clients.ts';
+import { partitionCounts, withAdmin, type ClientOptions } from './admin.ts';
 
 export type IsolationLevel = 'read_committed' | 'read_uncommitted';
 
@@ -9,7 +9,7 @@ export interface ReadTopicOptions {
   readonly isolation?: IsolationLevel;
   /** Give up waiting for the end after this long without a new record. */
   readonly idleMs?: number;
-  readonly clientOptions?: RdConfig;
+  readonly clientOptions?: ClientOptions;
 }
 
 /**
@@ -19,10 +19,12 @@ export interface ReadTopicOptions {
  * decided by partition EOF, not by reaching high - 1.
  */
 export async function readTopic(bootstrap: string, topic: string, opts: ReadTopicOptions = {}): Promise<IncomingRecord[]> {
-  const counts = await withAdmin(bootstrap, (admin) => partitionCounts(admin, [topic]));
+  const counts = await withAdmin(bootstrap, (admin) => partitionCounts(admin, [topic]), opts.clientOptions);
   const partitions = counts.get(topic) ?? 0;
   const consumer = await connectConsumer({
     'bootstrap.servers': bootstrap,
+    // Never joined nor committed to, but librdkafka still looks up its coordinator: on a secured cluster the
+    // reader needs DESCRIBE on it, or passes a group it may use in clientOptions.
     'group.id': `onceflow-reader-${randomUUID()}`,
     'enable.auto.commit': false,
     'enable.partition.eof': true,

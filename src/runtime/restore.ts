@@ -21,8 +21,10 @@ export async function restoreTasks(clientConfig: RdConfig, tasks: readonly Runti
   for (const task of tasks) for (const c of task.changelogs) targets.set(`${c.topic}\u0000${c.partition}`, { task, store: c.store });
   if (targets.size === 0) return 0;
   const consumer = await connectConsumer({
-    ...clientConfig,
+    // The caller may name the group (the worker: its own, which its group grant covers): librdkafka looks up the
+    // coordinator of any group.id, though this consumer only assigns and never joins or commits.
     'group.id': `onceflow-restore-${randomUUID()}`,
+    ...clientConfig,
     'enable.auto.commit': false,
     'enable.partition.eof': true,
     'isolation.level': 'read_committed',

@@ -386,7 +386,7 @@ export class Worker extends EventEmitter {
       if (offset > c.low) fromCheckpoint++;
       return offset;
     };
-    const records = await restoreTasks(this.baseClientConfig(), tasks, start);
+    const records = await restoreTasks({ ...this.baseClientConfig(), 'group.id': this.config.appId }, tasks, start);
     for (const task of tasks) this.taskState.get(task)?.startProcessing();
     this.stats.restoredRecords += records;
     this.emit('event', { type: 'restored', records, ms: Date.now() - started, fromCheckpoint } satisfies WorkerEvent);

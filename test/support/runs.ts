@@ -1,4 +1,4 @@
-import { ensureTopics, withAdmin } from '../../src/kafka/admin.ts';
+import { ensureTopics, withAdmin, type ClientOptions } from '../../src/kafka/admin.ts';
 import { compile } from '../../src/graph/compile.ts';
 import { loadTopology } from '../../src/dsl/load.ts';
 import { pipelines, type PipelineName } from '../../src/verify/pipelines.ts';
@@ -9,8 +9,15 @@ import { WorkerProcess } from '../../src/verify/worker-process.ts';
 import { testCluster, uniqueName } from './cluster.ts';
 
 /** One application run in a test: its own topics and app id, replicas as real processes. */
+/** A cluster other than the one `npm test` started (a secure one): where it is and the admin's client options. */
+export interface RunCluster {
+  readonly bootstrap: string;
+  readonly clientOptions: ClientOptions;
+}
+
 export class TestRun {
-  readonly bootstrap = testCluster().bootstrap;
+  readonly bootstrap: string;
+  readonly clientOptions: ClientOptions;
   readonly appId: string;
   readonly input: string;
   readonly output: string;
@@ -21,7 +28,10 @@ export class TestRun {
     pipelineName: PipelineName,
     readonly partitions: number,
     readonly extraEnv: Record<string, string> = {},
+    cluster: RunCluster = { bootstrap: testCluster().bootstrap, clientOptions: {} },
   ) {
+    this.bootstrap = cluster.bootstrap;
+    this.clientOptions = cluster.clientOptions;
     this.pipeline = pipelines[pipelineName];
     this.appId = uniqueName(`app-${pipelineName}`);
     this.input = uniqueName('in');
@@ -33,11 +43,11 @@ export class TestRun {
   }
 
   async createTopics(): Promise<void> {
-    await withAdmin(this.bootstrap, (a) => ensureTopics(a, [{ name: this.input, partitions: this.partitions }, { name: this.output, partitions: this.partitions }]));
+    await withAdmin(this.bootstrap, (a) => ensureTopics(a, [{ name: this.input, partitions: this.partitions }, { name: this.output, partitions: this.partitions }]), this.clientOptions);
   }
 
   async produce(records: number, seed: number, poison = 0): Promise<void> {
-    await produceAll(this.bootstrap, this.input, this.pipeline.input({ records, seed, poison }));
+    await produceAll(this.bootstrap, this.input, this.pipeline.input({ records, seed, poison }), this.clientOptions);
   }
 
   startWorker(instance: string, opts: { guarantee?: string; env?: Record<string, string> } = {}): WorkerProcess {
@@ -53,7 +63,7 @@ export class TestRun {
 
   async caughtUp(timeoutMs = 120_000): Promise<void> {
     const { repartition } = await this.internalTopics();
-    await waitCaughtUp({ bootstrap: this.bootstrap, groupId: this.appId, plainTopics: [this.input], transactionalTopics: repartition, timeoutMs });
+    await waitCaughtUp({ bootstrap: this.bootstrap, groupId: this.appId, plainTopics: [this.input], transactionalTopics: repartition, timeoutMs, clientOptions: this.clientOptions });
   }
 
   async verify(countUncommitted = false): Promise<VerifyReport> {
@@ -66,6 +76,7 @@ export class TestRun {
       deadLetterTopic: deadLetter,
       model: this.pipeline.model,
       countUncommitted,
+      clientOptions: this.clientOptions,
     });
   }
 
