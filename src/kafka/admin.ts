@@ -32,8 +32,14 @@ export type ClientOptions = Readonly<Record<string, string | number | boolean>>;
 const SASL_FAILURE = /SASL authentication error[^\n]*/;
 
 export function createAdmin(bootstrap: string, extra: ClientOptions = {}, onError?: (message: string) => void): AdminClient {
+  // Log events cross from librdkafka's threads into JS; with short-lived admin clients that was seen to crash
+  // the process (SIGSEGV) when a client was torn down, so they are switched on only where SASL needs them.
+  const sasl = Object.keys(extra).some((k) => k.startsWith('sasl.'));
+  if (!sasl || !onError) {
+    return new KafkaJS.Kafka({ 'bootstrap.servers': bootstrap, 'log_level': 0, ...extra } as KafkaJS.CommonConstructorConfig).admin();
+  }
   const quiet = () => undefined;
-  const logger = { info: quiet, debug: quiet, warn: quiet, error: (message: string) => onError?.(message), namespace: () => logger, setLogLevel: quiet };
+  const logger = { info: quiet, debug: quiet, warn: quiet, error: (message: string) => onError(message), namespace: () => logger, setLogLevel: quiet };
   // The typings demand `brokers` inside kafkaJS, but the binding takes librdkafka's bootstrap.servers beside it.
   const kafka = new KafkaJS.Kafka({ kafkaJS: { logger }, 'bootstrap.servers': bootstrap, 'log_level': 3, ...extra } as unknown as KafkaJS.CommonConstructorConfig);
   return kafka.admin();

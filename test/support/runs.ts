@@ -61,7 +61,8 @@ export class TestRun {
     return { repartition: compiled.topics.filter((t) => t.kind === 'repartition').map((t) => t.name), deadLetter: compiled.deadLetterTopic };
   }
 
-  async caughtUp(timeoutMs = 120_000): Promise<void> {
+  // Generous: on 2 shared cores a busy suite can slow one run several times over; a stuck run still fails.
+  async caughtUp(timeoutMs = 240_000): Promise<void> {
     const { repartition } = await this.internalTopics();
     await waitCaughtUp({ bootstrap: this.bootstrap, groupId: this.appId, plainTopics: [this.input], transactionalTopics: repartition, timeoutMs, clientOptions: this.clientOptions });
   }
