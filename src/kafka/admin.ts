@@ -72,10 +72,26 @@ export async function pingBroker(bootstrap: string, extra: ClientOptions = {}): 
   );
 }
 
+/**
+ * The topic names, asked again on a transport failure or timeout: on a loaded machine the first metadata
+ * request of a fresh client can fail although the broker is up, and a CLI should not die of that.
+ */
+async function listTopics(admin: AdminClient): Promise<string[]> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await admin.listTopics({ timeout: 10_000 });
+    } catch (e) {
+      const code = (e as { code?: unknown }).code;
+      if (attempt >= 3 || (code !== -195 && code !== -185)) throw e; // ERR__TRANSPORT, ERR__TIMED_OUT
+      await new Promise((r) => setTimeout(r, 500 * attempt));
+    }
+  }
+}
+
 /** Creates what is missing; topics that already exist are left as they are. */
 export async function ensureTopics(admin: AdminClient, specs: readonly TopicSpec[]): Promise<void> {
   if (specs.length === 0) return;
-  const existing = new Set(await admin.listTopics());
+  const existing = new Set(await listTopics(admin));
   const missing = specs.filter((s) => !existing.has(s.name));
   if (missing.length === 0) return;
   try {
@@ -91,7 +107,7 @@ export async function ensureTopics(admin: AdminClient, specs: readonly TopicSpec
     // Another replica may have created them between our list and create; its metadata can take a moment to show.
     let still: string[] = [];
     for (let attempt = 0; attempt < 20; attempt++) {
-      const now = new Set(await admin.listTopics());
+      const now = new Set(await listTopics(admin));
       still = missing.filter((s) => !now.has(s.name)).map((s) => s.name);
       if (still.length === 0) return;
       await new Promise((r) => setTimeout(r, 250));
@@ -102,7 +118,7 @@ export async function ensureTopics(admin: AdminClient, specs: readonly TopicSpec
 
 /** Partition count of each topic; throws naming every topic that does not exist. */
 export async function partitionCounts(admin: AdminClient, topics: readonly string[]): Promise<Map<string, number>> {
-  const existing = new Set(await admin.listTopics());
+  const existing = new Set(await listTopics(admin));
   const missing = topics.filter((t) => !existing.has(t));
   if (missing.length > 0) {
     throw new TopicError('TOPIC_MISSING', `source topic${missing.length > 1 ? 's' : ''} missing: ${missing.join(', ')} (create ${missing.length > 1 ? 'them' : 'it'} before starting the application)`, missing);
