@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
-import { committedOffsets, connectConsumer, consumeBatch, disconnect } from '../../src/kafka/clients.ts';
+import { connectConsumer, consumeBatch, disconnect } from '../../src/kafka/clients.ts';
+import type { GroupOffsets } from '../../src/kafka/group-offsets.ts';
 import type { AdminClient } from '../../src/kafka/admin.ts';
 
 /**
@@ -130,36 +131,6 @@ export interface Progress {
  * Each contender commits its input offsets only with or after the outputs of those records, so done
  * means every input record has gone all the way through.
  */
-/**
- * Reads a group's committed offsets through a consumer that never joins it (OffsetFetch only).
- * Not the admin client's fetchOffsets: on a freshly started broker that crashed the bench process
- * (SIGSEGV inside the native binding) before the group existed.
- */
-export class GroupOffsets {
-  private consumer: KafkaConsumer | undefined;
-  constructor(
-    private readonly bootstrap: string,
-    private readonly groupId: string,
-  ) {}
-
-  async fetch(partitions: { topic: string; partition: number }[]): Promise<{ topic: string; partitions: { partition: number; offset: number }[] }[]> {
-    // read_uncommitted: otherwise librdkafka asks for stable offsets and waits out open transactions.
-    this.consumer ??= await connectConsumer({ 'bootstrap.servers': this.bootstrap, 'group.id': this.groupId, 'enable.auto.commit': false, 'isolation.level': 'read_uncommitted' });
-    const got = await committedOffsets(this.consumer, partitions, 5000);
-    const byTopic = new Map<string, { partition: number; offset: number }[]>();
-    for (const o of got) {
-      const list = byTopic.get(o.topic) ?? [];
-      list.push({ partition: o.partition, offset: o.offset ?? -1 });
-      byTopic.set(o.topic, list);
-    }
-    return [...byTopic].map(([topic, ps]) => ({ topic, partitions: ps }));
-  }
-
-  async close(): Promise<void> {
-    if (this.consumer) await disconnect(this.consumer);
-  }
-}
-
 export async function groupProgress(admin: AdminClient, group: GroupOffsets, input: string, ends: ReadonlyMap<number, number>, internal: readonly string[] = []): Promise<Progress> {
   const internalEnds = new Map<string, Map<number, number>>();
   for (const t of internal) internalEnds.set(t, await endOffsets(admin, t));
@@ -170,12 +141,12 @@ export async function groupProgress(admin: AdminClient, group: GroupOffsets, inp
   let committed = 0;
   let behind = 0;
   let done = true;
-  for (const t of got) {
-    if (t.topic !== input) continue;
-    for (const p of t.partitions) committed += Math.min(Math.max(Number(p.offset), 0), ends.get(p.partition) ?? 0);
-  }
   const inputCommitted = new Map<number, number>();
-  for (const t of got) if (t.topic === input) for (const p of t.partitions) inputCommitted.set(p.partition, Number(p.offset));
+  for (const o of got) {
+    if (o.topic !== input) continue;
+    committed += Math.min(Math.max(o.offset, 0), ends.get(o.partition) ?? 0);
+    inputCommitted.set(o.partition, o.offset);
+  }
   for (const [p, end] of ends) {
     const c = inputCommitted.get(p) ?? -1;
     if (c < end) {
@@ -186,7 +157,7 @@ export async function groupProgress(admin: AdminClient, group: GroupOffsets, inp
   if (done) {
     for (const topic of internal) {
       const at = new Map<number, number>();
-      for (const t of got) if (t.topic === topic) for (const p of t.partitions) at.set(p.partition, Number(p.offset));
+      for (const o of got) if (o.topic === topic) at.set(o.partition, o.offset);
       for (const [partition, high] of internalEnds.get(topic) ?? new Map<number, number>()) {
         const c = Math.max(at.get(partition) ?? 0, 0);
         if (high > 0 && c < high - 1) {

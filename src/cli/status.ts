@@ -45,6 +45,8 @@ export interface GroupStatus {
 }
 
 const STATES: Readonly<Record<number, string>> = { 0: 'Unknown', 1: 'PreparingRebalance', 2: 'CompletingRebalance', 3: 'Stable', 4: 'Dead', 5: 'Empty' };
+const UNKNOWN = 0;
+const DEAD = 4;
 
 /**
  * Members, assignment, committed and end offsets of one application's consumer group. End offsets
@@ -56,7 +58,10 @@ export async function groupStatus(admin: AdminClient, groupId: string): Promise<
   const committed = new Map<string, number>();
   const commitMeta = new Map<string, CommitMetadata>();
   const topics = new Set<string>();
-  for (const t of await admin.fetchOffsets({ groupId, requireStableOffsets: true })) {
+  // A group the coordinator does not know makes librdkafka's admin OffsetFetch crash the process
+  // (see GroupOffsets); one it describes has a loaded coordinator and nothing to crash on.
+  const known = described !== undefined && described.state !== DEAD && described.state !== UNKNOWN;
+  for (const t of known ? await admin.fetchOffsets({ groupId, requireStableOffsets: true }) : []) {
     topics.add(t.topic);
     for (const p of t.partitions) {
       const key = `${t.topic}-${p.partition}`;

@@ -1,5 +1,5 @@
 import rdkafka from '@confluentinc/kafka-javascript';
-import type { KafkaConsumer, LibrdKafkaError, Message, Producer, TopicPartitionOffset } from '@confluentinc/kafka-javascript';
+import type { KafkaConsumer, LibrdKafkaError, Message, Producer, TopicPartitionOffset, TopicPartitionOffsetAndMetadata } from '@confluentinc/kafka-javascript';
 
 /**
  * Promise wrappers over the node-rdkafka-style API of @confluentinc/kafka-javascript.
@@ -70,7 +70,7 @@ export function flush(p: Producer, timeoutMs: number): Promise<void> {
 export function consumeBatch(c: KafkaConsumer, max: number): Promise<Message[]> {
   return new Promise((res, rej) => c.consume(max, (err, messages) => (err ? rej(err) : res(messages))));
 }
-export function committedOffsets(c: KafkaConsumer, partitions: { topic: string; partition: number }[], timeoutMs: number): Promise<TopicPartitionOffset[]> {
+export function committedOffsets(c: KafkaConsumer, partitions: { topic: string; partition: number }[], timeoutMs: number): Promise<TopicPartitionOffsetAndMetadata[]> {
   return new Promise((res, rej) => c.committed(partitions, timeoutMs, callback(res, rej)));
 }
 export function seek(c: KafkaConsumer, tpo: TopicPartitionOffset, timeoutMs: number): Promise<void> {

@@ -23,7 +23,7 @@ import {
 import type { ChangelogOffset, PersistentTaskState } from '../state/lmdb-store.ts';
 import { parseWorkerConfig, transactionalId, type WorkerConfig, type WorkerConfigInput } from './config.ts';
 import type { IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader } from './records.ts';
-import { formatCommitMetadata } from './commit-metadata.ts';
+import { formatCommitMetadata, parseCommitMetadata } from './commit-metadata.ts';
 import { restoreTasks, type RestoreStart } from './restore.ts';
 import { classifyTxnError, describeKafkaError, isFencing, WorkerError } from './txn-errors.ts';
 import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
@@ -329,9 +329,9 @@ export class Worker extends EventEmitter {
         cooperative(consumer).incrementalUnassign(ev.partitions);
         this.emit('event', { type: 'revoked', partitions: names, lost: ev.lost } satisfies WorkerEvent);
       } else {
-        const fresh = this.addSources(ev.partitions);
+        const streamTimes = await this.loadCommitted(ev.partitions);
+        const fresh = this.addSources(ev.partitions, streamTimes);
         await this.restore(fresh);
-        await this.loadCommitted(ev.partitions);
         cooperative(consumer).incrementalAssign(ev.partitions);
         this.emit('event', { type: 'assigned', partitions: names } satisfies WorkerEvent);
       }
@@ -339,7 +339,8 @@ export class Worker extends EventEmitter {
     }
   }
 
-  private addSources(partitions: Tp[]): RuntimeTask[] {
+  /** `streamTimes`: the stream time committed with each partition's offset, to resume the task from. */
+  private addSources(partitions: Tp[], streamTimes: ReadonlyMap<string, number>): RuntimeTask[] {
     const fresh: RuntimeTask[] = [];
     for (const p of partitions) {
       const sub = this.subtopologyOf.get(p.topic);
@@ -347,12 +348,18 @@ export class Worker extends EventEmitter {
       const id = `${sub}_${p.partition}`;
       let task = this.tasks.get(id);
       if (!task) {
+        // A task reads the same partition of each of its sub-topology's sources; its stream time is the largest.
+        const resumed = partitions
+          .filter((q) => q.partition === p.partition && this.subtopologyOf.get(q.topic) === sub)
+          .map((q) => streamTimes.get(tpKey(q.topic, q.partition)))
+          .filter((t): t is number => t !== undefined);
+        const timeOpt = resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {};
         if (this.persistentState) {
           const state = new this.persistentState(join(this.config.stateDir, this.config.appId, this.config.instanceId, id));
-          task = this.topology.createTask(sub, p.partition, { storeFactory: state.storeFactory });
+          task = this.topology.createTask(sub, p.partition, { storeFactory: state.storeFactory, ...timeOpt });
           this.taskState.set(task, state);
         } else {
-          task = this.topology.createTask(sub, p.partition);
+          task = this.topology.createTask(sub, p.partition, timeOpt);
         }
         this.tasks.set(id, task);
         fresh.push(task);
@@ -412,11 +419,19 @@ export class Worker extends EventEmitter {
     await state.close(offsets);
   }
 
-  private async loadCommitted(partitions: Tp[]): Promise<void> {
+  /** Records each partition's committed offset; returns the stream time committed with it, where there is one. */
+  private async loadCommitted(partitions: Tp[]): Promise<Map<string, number>> {
+    const streamTimes = new Map<string, number>();
     const consumer = this.consumer;
-    if (!consumer || partitions.length === 0) return;
+    if (!consumer || partitions.length === 0) return streamTimes;
     const offsets = await committedOffsets(consumer, partitions, 30_000);
-    for (const o of offsets) this.progress.committed.set(tpKey(o.topic, o.partition), o.offset >= 0 ? o.offset : undefined);
+    for (const o of offsets) {
+      const key = tpKey(o.topic, o.partition);
+      this.progress.committed.set(key, o.offset >= 0 ? o.offset : undefined);
+      const streamTime = parseCommitMetadata(o.metadata)?.streamTime;
+      if (streamTime !== undefined) streamTimes.set(key, streamTime);
+    }
+    return streamTimes;
   }
 
   private async loop(): Promise<void> {
@@ -536,8 +551,8 @@ export class Worker extends EventEmitter {
   }
 
   private offsetsToCommit(): TopicPartitionOffset[] {
-    const metadata = formatCommitMetadata({ by: this.txnId, at: Date.now() });
-    return [...this.progress.pending.values()].map((o) => ({ ...o, metadata }));
+    const at = Date.now();
+    return [...this.progress.pending].map(([key, o]) => ({ ...o, metadata: formatCommitMetadata({ by: this.txnId, at, streamTime: this.taskBySource.get(key)?.streamTime }) }));
   }
 
   private markCommitted(): void {

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { IsolationLevel } from '@confluentinc/kafka-javascript/types/rdkafka.js';
 import { withAdmin, type AdminClient } from '../kafka/admin.ts';
 import { connectConsumer, consumeBatch, disconnect } from '../kafka/clients.ts';
+import { GroupOffsets } from '../kafka/group-offsets.ts';
 
 export interface CaughtUpOptions {
   readonly bootstrap: string;
@@ -25,44 +26,50 @@ export async function waitCaughtUp(opts: CaughtUpOptions): Promise<void> {
   const deadline = Date.now() + (opts.timeoutMs ?? 120_000);
   let last = '';
   let stableSince = Date.now();
-  await withAdmin(
-    opts.bootstrap,
-    async (admin) => {
-      for (;;) {
+  const group = new GroupOffsets(opts.bootstrap, opts.groupId, opts.clientOptions);
+  try {
+    await withAdmin(
+      opts.bootstrap,
+      async (admin) => {
         const topics = [...opts.plainTopics, ...(opts.transactionalTopics ?? [])];
-        const committed = await admin.fetchOffsets({ groupId: opts.groupId, topics: [...topics], requireStableOffsets: true }).catch(() => []);
-        const at = new Map<string, number>();
-        for (const t of committed) for (const p of t.partitions) at.set(`${t.topic}/${p.partition}`, Number(p.offset));
-        let inputDone = true;
-        let lagSummary = '';
-        for (const topic of opts.plainTopics) {
-          for (const p of await admin.fetchTopicOffsets(topic)) {
-            const c = at.get(`${topic}/${p.partition}`) ?? -1;
-            const high = Number(p.high);
-            if (high > 0 && c < high) {
-              inputDone = false;
-              lagSummary += ` ${topic}/${p.partition}:${high - Math.max(c, 0)}`;
+        const partitions = (await Promise.all(topics.map(async (topic) => (await admin.fetchTopicOffsets(topic)).map((p) => ({ topic, partition: p.partition }))))).flat();
+        for (;;) {
+          const committed = await group.fetch(partitions).catch(() => []);
+          const at = new Map<string, number>();
+          for (const o of committed) at.set(`${o.topic}/${o.partition}`, o.offset);
+          let inputDone = true;
+          let lagSummary = '';
+          for (const topic of opts.plainTopics) {
+            for (const p of await admin.fetchTopicOffsets(topic)) {
+              const c = at.get(`${topic}/${p.partition}`) ?? -1;
+              const high = Number(p.high);
+              if (high > 0 && c < high) {
+                inputDone = false;
+                lagSummary += ` ${topic}/${p.partition}:${high - Math.max(c, 0)}`;
+              }
             }
           }
+          const snapshot = JSON.stringify([...at.entries()].sort());
+          if (snapshot !== last) {
+            last = snapshot;
+            stableSince = Date.now();
+          }
+          if (inputDone && Date.now() - stableSince >= stableMs) {
+            const left = await transactionalLeft(admin, opts.bootstrap, opts.transactionalTopics ?? [], at, opts.clientOptions ?? {});
+            if (left === '') return;
+            lagSummary = left;
+            // Something is left downstream: start the stability clock again.
+            stableSince = Date.now();
+          }
+          if (Date.now() > deadline) throw new Error(`group ${opts.groupId} did not catch up in time; lag:${lagSummary || ' (input done, offsets still moving)'}`);
+          await sleep(250);
         }
-        const snapshot = JSON.stringify([...at.entries()].sort());
-        if (snapshot !== last) {
-          last = snapshot;
-          stableSince = Date.now();
-        }
-        if (inputDone && Date.now() - stableSince >= stableMs) {
-          const left = await transactionalLeft(admin, opts.bootstrap, opts.transactionalTopics ?? [], at, opts.clientOptions ?? {});
-          if (left === '') return;
-          lagSummary = left;
-          // Something is left downstream: start the stability clock again.
-          stableSince = Date.now();
-        }
-        if (Date.now() > deadline) throw new Error(`group ${opts.groupId} did not catch up in time; lag:${lagSummary || ' (input done, offsets still moving)'}`);
-        await sleep(250);
-      }
-    },
-    opts.clientOptions ?? {},
-  );
+      },
+      opts.clientOptions ?? {},
+    );
+  } finally {
+    await group.close();
+  }
 }
 
 const READ_COMMITTED = 1 as IsolationLevel;
