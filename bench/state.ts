@@ -134,14 +134,18 @@ async function measureOps(kind: Kind): Promise<OpsResult> {
   if (hits !== keys) throw new Error(`${kind}: ${hits} of ${keys} gets found their key`);
 
   // The engine's path: writes buffered per transaction, applied on commit every 20,000 records.
-  const tx = new TransactionalStore('bench', 'bench-changelog', 0, store, () => undefined);
+  const tx = new TransactionalStore('bench', 'bench-changelog', 0, store);
+  const commitTx = () => {
+    tx.flushChangelog(() => undefined);
+    tx.commit();
+  };
   const commitMs = timed(() => {
     for (let i = 0; i < keys; i++) {
       tx.put(keyBufs[(i * 7) % keys]!, values[i]!, 0);
       tx.endRecord(true);
-      if (i % 20_000 === 19_999) tx.commit();
+      if (i % 20_000 === 19_999) commitTx();
     }
-    tx.commit();
+    commitTx();
     flushStore(store);
   });
   await opened.close();
@@ -149,7 +153,7 @@ async function measureOps(kind: Kind): Promise<OpsResult> {
 
   // Restore's path: changelog records applied straight to committed state, on an empty store.
   const fresh = openStore(kind);
-  const restoreTx = new TransactionalStore('bench', 'bench-changelog', 0, fresh.store, () => undefined);
+  const restoreTx = new TransactionalStore('bench', 'bench-changelog', 0, fresh.store);
   const applyMs = timed(() => {
     for (let i = 0; i < keys; i++) restoreTx.restore(keyBufs[i]!, values[i]!);
     restoreTx.commit();
@@ -181,7 +185,7 @@ interface RestoreResult {
 /** The worker's restore (read_committed to partition EOF) from a real changelog topic into the store. */
 async function measureRestore(kind: Kind, bootstrap: string, topic: string): Promise<RestoreResult> {
   const opened = openStore(kind);
-  const store = new TransactionalStore('bench', topic, 0, opened.store, () => undefined);
+  const store = new TransactionalStore('bench', topic, 0, opened.store);
   const task: RuntimeTask = {
     changelogs: [{ store: 'bench', topic, partition: 0 }],
     restore: (_s, key, value) => store.restore(key, value),

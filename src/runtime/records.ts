@@ -31,3 +31,9 @@ export interface OutgoingRecord {
 export interface RecordCollector {
   send(record: OutgoingRecord): void;
 }
+
+/** Where a task sends what it emits when its transaction is about to commit. */
+export interface CommitCollector {
+  /** A changelog record: it stands for no single input record, so it carries no lineage. */
+  readonly changelog: (record: OutgoingRecord) => void;
+}

@@ -70,9 +70,6 @@ export class TaskContext {
   readonly out: OutgoingRecord[] = [];
   readonly metrics: TaskMetrics = { recordsProcessed: 0, deadLettered: 0, retries: 0, lateRecordsDropped: 0, duplicatesDropped: 0, staleVersionsDropped: 0, nullKeysDropped: 0 };
   readonly timeListeners: RtNode[] = [];
-  readonly emit = (r: OutgoingRecord): void => {
-    this.out.push(r);
-  };
 
   constructor(
     readonly partition: number,

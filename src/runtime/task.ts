@@ -1,6 +1,6 @@
 import type { CompiledTopology } from '../graph/compiled.ts';
 import type { CompiledStore, CompiledSubtopology } from '../graph/types.ts';
-import type { IncomingRecord, RecordCollector } from './records.ts';
+import type { CommitCollector, IncomingRecord, RecordCollector } from './records.ts';
 import { inMemoryStoreFactory, type StoreFactory } from '../state/store.ts';
 import { TransactionalStore } from '../state/transactional.ts';
 import { windowStoreKey, splitWindowStoreKey } from '../state/windowed.ts';
@@ -73,7 +73,7 @@ export class Task {
     for (const name of sub.stores) {
       const spec = compiled.stores.get(name)!;
       const committed = factory({ name, kind: spec.kind, subtopology: sub.id, partition });
-      const store = new TransactionalStore(name, spec.changelogTopic, partition, committed, this.#ctx.emit);
+      const store = new TransactionalStore(name, spec.changelogTopic, partition, committed);
       this.#stores.set(name, { store, spec });
       this.#storeList.push(store);
     }
@@ -115,9 +115,9 @@ export class Task {
   }
 
   /**
-   * Processes one input record. Everything it emits (outputs, repartition records, changelog records,
-   * dead letters) reaches `collector` only once the record is done, and a record that fails leaves
-   * nothing behind except its dead letter. Returns a promise only when an async stage is involved.
+   * Processes one input record. Everything it emits (outputs, repartition records, dead letters)
+   * reaches `collector` only once the record is done, and a record that fails leaves nothing behind
+   * except its dead letter; its store writes reach the changelog through `prepareCommit`. Returns a promise only when an async stage is involved.
    */
   process(record: IncomingRecord, collector: RecordCollector): Step {
     const ctx = this.#ctx;
@@ -201,6 +201,14 @@ export class Task {
     this.#ctx.metrics.recordsProcessed++;
     this.#ctx.metrics.deadLettered++;
     collector.send(this.#ctx.failureRecord(e));
+  }
+
+  /**
+   * The transaction is about to commit: emits what it held back until now, one changelog record per
+   * key written (its last value or a tombstone). Call it before the offsets go into the transaction.
+   */
+  prepareCommit(out: CommitCollector): void {
+    for (const s of this.#storeList) s.flushChangelog(out.changelog);
   }
 
   /** The transaction committed: buffered store writes become the committed state. */

@@ -1,5 +1,5 @@
 import type { Serde, SerdeContext } from '../serdes/serde.ts';
-import type { IncomingRecord, RecordCollector } from './records.ts';
+import type { CommitCollector, IncomingRecord, RecordCollector } from './records.ts';
 import type { StoreFactory } from '../state/store.ts';
 
 /**
@@ -32,6 +32,8 @@ export interface RuntimeTask {
   readonly changelogs: readonly { readonly store: string; readonly topic: string; readonly partition: number }[];
   restore(store: string, key: Buffer, value: Buffer | null): void;
   process(record: IncomingRecord, collector: RecordCollector): void | Promise<void>;
+  /** Emits what the task holds back until its transaction commits (changelog records); tasks without stores may omit it. */
+  prepareCommit?(out: CommitCollector): void;
   commit(): void;
   rollback(): void;
   /** Largest record timestamp seen (windows and TTLs run on it); tasks without time-based state may omit it. */

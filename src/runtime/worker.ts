@@ -22,7 +22,7 @@ import {
 } from '../kafka/clients.ts';
 import type { ChangelogOffset, PersistentTaskState } from '../state/lmdb-store.ts';
 import { parseWorkerConfig, transactionalId, type WorkerConfig, type WorkerConfigInput } from './config.ts';
-import type { IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader } from './records.ts';
+import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader } from './records.ts';
 import { formatCommitMetadata, parseCommitMetadata } from './commit-metadata.ts';
 import { restoreTasks, type RestoreStart } from './restore.ts';
 import { classifyTxnError, describeKafkaError, isFencing, WorkerError } from './txn-errors.ts';
@@ -84,10 +84,11 @@ class PartitionProgress {
 
 /**
  * One worker: one consumer and one transactional producer (Kafka Streams' exactly_once_v2).
- * Records from a fetched batch run through the tasks inside an open transaction; outputs,
- * repartition and changelog records are produced without awaiting each; the transaction closes
- * with sendOffsetsToTransaction (with the consumer's group metadata, so a stale generation is fenced)
- * and a commit, every commitIntervalMs or maxRecordsPerTransaction records.
+ * Records from a fetched batch run through the tasks inside an open transaction; outputs and
+ * repartition records are produced without awaiting each, changelog records once per key written
+ * when the transaction is about to commit; the transaction closes with sendOffsetsToTransaction
+ * (with the consumer's group metadata, so a stale generation is fenced) and a commit, every
+ * commitIntervalMs or maxRecordsPerTransaction records.
  */
 export class Worker extends EventEmitter {
   readonly config: WorkerConfig;
@@ -123,7 +124,6 @@ export class Worker extends EventEmitter {
   private readonly recordsByTopic = new Map<string, { consumed: number; produced: number }>();
   private readonly txnHeader: Buffer;
   private readonly deadLetterTopics: ReadonlySet<string>;
-  private readonly changelogTopics: ReadonlySet<string>;
   private readonly chaos = chaosSchedule(process.env.ONCEFLOW_CHAOS_KILL_AT);
   /** Persistent stores of each task; empty with the in-memory store. */
   private readonly taskState = new Map<RuntimeTask, PersistentTaskState>();
@@ -147,7 +147,6 @@ export class Worker extends EventEmitter {
     this.txnId = transactionalId(this.config);
     this.txnHeader = Buffer.from(this.txnId);
     this.deadLetterTopics = new Set(topology.topics.filter((t) => t.kind === 'dead-letter').map((t) => t.name));
-    this.changelogTopics = new Set(topology.topics.filter((t) => t.kind === 'changelog').map((t) => t.name));
   }
 
   get transactionalId(): string {
@@ -516,19 +515,15 @@ export class Worker extends EventEmitter {
     if (!producer || !cur) throw new Error('send outside a batch');
     const headers: Record<string, Buffer>[] = [];
     if (r.headers) for (const h of r.headers) headers.push({ [h.key]: h.value });
-    // Changelogs are read back only by restore, which needs no lineage; each header costs the produce call a conversion.
-    if (!this.changelogTopics.has(r.topic)) {
-      headers.push(
-        { [LINEAGE.topic]: cur.lineage.topic },
-        { [LINEAGE.partition]: cur.lineage.partition },
-        { [LINEAGE.offset]: Buffer.from(String(cur.record.offset)) },
-        { [LINEAGE.seq]: Buffer.from(String(cur.seq++)) },
-        { [LINEAGE.txn]: this.txnHeader },
-      );
-    }
+    headers.push(
+      { [LINEAGE.topic]: cur.lineage.topic },
+      { [LINEAGE.partition]: cur.lineage.partition },
+      { [LINEAGE.offset]: Buffer.from(String(cur.record.offset)) },
+      { [LINEAGE.seq]: Buffer.from(String(cur.seq++)) },
+      { [LINEAGE.txn]: this.txnHeader },
+    );
     producer.produce(r.topic, r.partition ?? null, r.value, r.key, r.timestamp ?? cur.record.timestamp, null, headers);
-    this.stats.recordsProduced++;
-    this.topicCount(r.topic).produced++;
+    this.countProduced(r.topic);
     if (this.deadLetterTopics.has(r.topic)) {
       const header = (k: string) => r.headers?.find((h) => h.key === k)?.value.toString() ?? 'unknown';
       this.stats.deadLettered++;
@@ -541,6 +536,29 @@ export class Worker extends EventEmitter {
         offset: cur.record.offset,
       } satisfies WorkerEvent);
     }
+  }
+
+  private countProduced(topic: string): void {
+    this.stats.recordsProduced++;
+    this.topicCount(topic).produced++;
+  }
+
+  /**
+   * The tasks' changelog records, one per key written in this transaction. Their own path, not send():
+   * they stand for no one input record, and restore, their only reader, needs no lineage headers.
+   */
+  private readonly commitCollector: CommitCollector = {
+    changelog: (r) => {
+      const producer = this.producer;
+      if (!producer) throw new Error('changelog record without a producer');
+      producer.produce(r.topic, r.partition ?? null, r.value, r.key, r.timestamp ?? Date.now());
+      this.countProduced(r.topic);
+    },
+  };
+
+  /** Called in the open transaction, before its offsets are sent (or, at least once, before the flush that acknowledges it). */
+  private prepareCommit(): void {
+    for (const t of this.tasks.values()) t.prepareCommit?.(this.commitCollector);
   }
 
   private async begin(): Promise<void> {
@@ -577,6 +595,7 @@ export class Worker extends EventEmitter {
       return;
     }
     try {
+      this.prepareCommit();
       this.chaosPoint('after-produce');
       if (this.config.unsafeCommitOffsetsOutsideTransaction) {
         if (offsets.length > 0) consumer.commitSync(offsets);
@@ -609,6 +628,7 @@ export class Worker extends EventEmitter {
 
   private async commitAtLeastOnce(producer: Producer, consumer: KafkaConsumer, offsets: TopicPartitionOffset[]): Promise<void> {
     try {
+      this.prepareCommit();
       await flush(producer, 30_000);
       if (this.deliveryError) throw this.deliveryError;
       // The outputs are acknowledged, the offsets not yet committed: a crash here replays them.

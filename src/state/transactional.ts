@@ -5,15 +5,22 @@ interface Pending {
   readonly key: Buffer;
   /** null: deleted in this transaction. */
   readonly value: Buffer | null;
+  /** Of the last write: the changelog record carries it. */
+  readonly timestamp: number;
+  /** Already handed to the changelog by flushChangelog; a later write replaces the entry with an unlogged one. */
+  logged: boolean;
 }
 
 /**
  * One store of one task as the engine sees it. Writes go to a per-transaction buffer (reads see
- * them), each write emits its changelog record at once, and:
+ * them), and:
+ *  - `flushChangelog` emits one changelog record per key written since the last flush, with the last
+ *    value (or a tombstone): the changelog commits atomically with the outputs and offsets, so the
+ *    intermediate values of a transaction would only be read back by restore to be overwritten,
  *  - `commit` applies the buffer to the committed store,
  *  - `rollback` drops it, so the committed content is exactly what the last commit left,
  *  - `endRecord(false)` undoes only the current record's writes, so a record that goes to the
- *    dead-letter topic leaves no state behind (its changelog records are dropped by the task too).
+ *    dead-letter topic leaves no state behind, in the store or in the changelog.
  */
 export class TransactionalStore {
   readonly #buffer = new Map<string, Pending>();
@@ -25,7 +32,6 @@ export class TransactionalStore {
     readonly changelogTopic: string,
     readonly partition: number,
     readonly committed: KeyValueStore,
-    private readonly emit: (record: OutgoingRecord) => void,
   ) {}
 
   get(key: Buffer): Buffer | undefined {
@@ -45,8 +51,22 @@ export class TransactionalStore {
   #write(key: Buffer, value: Buffer | null, timestamp: number): void {
     const k = mapKey(key);
     this.#undo.push({ k, prev: this.#buffer.get(k) });
-    this.#buffer.set(k, { key, value });
-    this.emit({ topic: this.changelogTopic, partition: this.partition, key, value, timestamp });
+    this.#buffer.set(k, { key, value, timestamp, logged: false });
+  }
+
+  /**
+   * Emits the changelog record of every key written since the last flush: call it once the
+   * transaction's records are processed, before its offsets are sent. Returns how many it emitted.
+   */
+  flushChangelog(emit: (record: OutgoingRecord) => void): number {
+    let n = 0;
+    for (const p of this.#buffer.values()) {
+      if (p.logged) continue;
+      emit({ topic: this.changelogTopic, partition: this.partition, key: p.key, value: p.value, timestamp: p.timestamp });
+      p.logged = true;
+      n++;
+    }
+    return n;
   }
 
   /** Committed entries overlaid with the open transaction's writes. Not on the hot path. */

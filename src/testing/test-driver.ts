@@ -3,7 +3,7 @@ import type { Serde, SerdeContext } from '../serdes/serde.ts';
 import type { TopologyBuilder } from '../dsl/builder.ts';
 import { compile } from '../graph/compile.ts';
 import type { CompiledTopology } from '../graph/compiled.ts';
-import type { IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader } from '../runtime/records.ts';
+import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader } from '../runtime/records.ts';
 import type { Step, Task, TaskMetrics } from '../runtime/task.ts';
 import { partitionFor } from './partitioner.ts';
 
@@ -132,6 +132,7 @@ export class TopologyTestDriver {
   #roundRobin = 0;
   #busy = false;
   readonly #collector: RecordCollector = { send: (r) => void this.#pending.push(r) };
+  readonly #commitCollector: CommitCollector = { changelog: (r) => void this.#pending.push(r) };
 
   constructor(builder: TopologyBuilder, opts: TestDriverOptions = {}) {
     this.compiled = compile(builder, opts.appId !== undefined ? { appId: opts.appId } : {});
@@ -328,6 +329,8 @@ export class TopologyTestDriver {
   }
 
   #commit(): Step {
+    // As the worker does before sending the offsets: what the tasks held back joins the transaction.
+    for (const t of this.#open) t.prepareCommit(this.#commitCollector);
     for (const t of this.#open) t.commit();
     this.#open.clear();
     const routed: IncomingRecord[] = [];

@@ -32,15 +32,51 @@ test('synchronous stages take the fast path: process returns no promise', () => 
   assert.equal(task.process(rec('in', 'a', 'x'), collector), undefined);
 });
 
-test('every store write emits its changelog record at the task partition, before the output', () => {
-  const task = countTopology().createTask(0, 3);
+/** Outputs go to `sent` as records finish; changelog records to `changelog` when the transaction is about to commit. */
+function collectWithChangelog() {
   const { sent, collector } = collect();
-  task.process({ ...rec('in', 'a', 'x'), partition: 3 }, collector);
-  assert.deepEqual(sent.map((r) => [r.topic, r.partition, r.key?.toString(), r.value?.toString()]), [
-    ['cnt-counts-changelog', 3, 'a', '1'],
-    ['out', undefined, 'a', '1'],
+  const changelog: OutgoingRecord[] = [];
+  return { sent, collector, changelog, commitCollector: { changelog: (r: OutgoingRecord) => void changelog.push(r) } };
+}
+
+test('store writes reach the changelog once per key per transaction, at the task partition, with the last value', () => {
+  const task = countTopology().createTask(0, 3);
+  const { sent, collector, changelog, commitCollector } = collectWithChangelog();
+  for (const [k, ts] of [['a', 5], ['b', 6], ['a', 7], ['a', 8]] as const) task.process({ ...rec('in', k, 'x', ts), partition: 3 }, collector);
+  // every update still goes downstream; none of them to the changelog yet
+  assert.deepEqual(sent.map((r) => [r.topic, r.key?.toString(), r.value?.toString()]), [
+    ['out', 'a', '1'],
+    ['out', 'b', '1'],
+    ['out', 'a', '2'],
+    ['out', 'a', '3'],
   ]);
+  assert.equal(changelog.length, 0);
+  task.prepareCommit(commitCollector);
+  assert.deepEqual(changelog.map((r) => [r.topic, r.partition, r.key?.toString(), r.value?.toString(), r.timestamp]), [
+    ['cnt-counts-changelog', 3, 'a', '3', 8],
+    ['cnt-counts-changelog', 3, 'b', '1', 6],
+  ]);
+  task.commit();
   assert.deepEqual(task.changelogs, [{ store: 'counts', topic: 'cnt-counts-changelog', partition: 3 }]);
+});
+
+test('the next transaction logs only the keys it wrote; a rolled-back one logs nothing', () => {
+  const task = countTopology().createTask(0, 0);
+  const { collector, changelog, commitCollector } = collectWithChangelog();
+  task.process(rec('in', 'a', 'x'), collector);
+  task.process(rec('in', 'b', 'x'), collector);
+  task.prepareCommit(commitCollector);
+  task.commit();
+  changelog.length = 0;
+  task.process(rec('in', 'b', 'x'), collector);
+  task.rollback();
+  task.prepareCommit(commitCollector);
+  assert.equal(changelog.length, 0);
+  task.process(rec('in', 'b', 'x'), collector);
+  task.process(rec('in', 'b', 'x'), collector);
+  task.prepareCommit(commitCollector);
+  task.commit();
+  assert.deepEqual(changelog.map((r) => [r.key?.toString(), r.value?.toString()]), [['b', '3']]);
 });
 
 test('rollback restores exactly the last committed state', () => {
@@ -61,10 +97,11 @@ test('rollback restores exactly the last committed state', () => {
 test('restore applies changelog records, tombstones included, to a fresh task', () => {
   const compiled = countTopology();
   const first = compiled.createTask(0, 0);
-  const { sent, collector } = collect();
+  const { collector, changelog, commitCollector } = collectWithChangelog();
   for (const k of ['a', 'b', 'a']) first.process(rec('in', k, 'x'), collector);
+  first.prepareCommit(commitCollector);
   const next = compiled.createTask(0, 0);
-  for (const r of sent.filter((r) => r.topic === 'cnt-counts-changelog')) next.restore('counts', r.key!, r.value);
+  for (const r of changelog) next.restore('counts', r.key!, r.value);
   next.restore('counts', Buffer.from('b'), null);
   assert.deepEqual(next.entries('counts'), [['a', 2]]);
   assert.throws(() => next.restore('nope', Buffer.from('a'), null), { code: 'UNKNOWN_STORE' });
@@ -83,8 +120,9 @@ test('a throwing stage sends the original record to the dead-letter topic with e
     }, { name: 'check', value: jsonSerde<number>() })
     .to('out');
   const task = compile(app).createTask(0, 0, { now: () => 1234 });
-  const { sent, collector } = collect();
+  const { sent, collector, changelog, commitCollector } = collectWithChangelog();
   task.process(rec('in', 'a', '{"n":5}'), collector);
+  task.prepareCommit(commitCollector);
   const bad: IncomingRecord = { ...rec('in', 'a', '{"n":50}', 77), headers: [{ key: 'h', value: Buffer.from('v') }] };
   task.process(bad, collector);
   task.process(rec('in', 'a', '{"n":1}'), collector);
@@ -106,7 +144,8 @@ test('a throwing stage sends the original record to the dead-letter topic with e
   // the failed record's aggregate update (and its changelog record) was undone: 5 + 1, not 5 + 50 + 1
   assert.equal(task.get('sum', 'a'), 6);
   assert.deepEqual(sent.filter((r) => r.topic === 'out').map((r) => r.value?.toString()), ['5', '6']);
-  assert.deepEqual(sent.filter((r) => r.topic === 'dl-sum-changelog').map((r) => r.value?.toString()), ['5', '6']);
+  task.prepareCommit(commitCollector);
+  assert.deepEqual(changelog.map((r) => r.value?.toString()), ['5', '6']);
   assert.equal(task.metrics.deadLettered, 1);
 });
 

@@ -50,7 +50,7 @@ test('a clean close checkpoints: the next open keeps the content and resumes fro
   const counts = first.storeFactory(req('counts'));
   const other = first.storeFactory(req('other'));
   assert.equal(first.restoreFrom('counts', 'cl', 0, 0, 10), 0);
-  const tx = new TransactionalStore('counts', 'cl', 0, counts, () => undefined);
+  const tx = new TransactionalStore('counts', 'cl', 0, counts);
   tx.put(b('a'), b('1'), 0);
   tx.put(b('b'), b('2'), 0);
   tx.commit();

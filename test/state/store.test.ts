@@ -10,24 +10,52 @@ const b = (s: string) => Buffer.from(s);
 function setup() {
   const emitted: OutgoingRecord[] = [];
   const committed = new InMemoryKeyValueStore();
-  const store = new TransactionalStore('s', 'app-s-changelog', 2, committed, (r) => void emitted.push(r));
-  return { emitted, committed, store };
+  const store = new TransactionalStore('s', 'app-s-changelog', 2, committed);
+  const flush = () => store.flushChangelog((r) => void emitted.push(r));
+  return { emitted, committed, store, flush };
 }
 
-test('writes are visible at once, committed only on commit, and each emits a changelog record', () => {
-  const { emitted, committed, store } = setup();
+const changelog = (rs: readonly OutgoingRecord[]) => rs.map((r) => [r.topic, r.partition, r.key?.toString(), r.value?.toString() ?? null, r.timestamp]);
+
+test('writes are visible at once and committed only on commit; the changelog gets the last write per key, at the flush', () => {
+  const { emitted, committed, store, flush } = setup();
   store.put(b('k'), b('1'), 10);
   assert.equal(store.get(b('k'))?.toString(), '1');
   assert.equal(committed.get(b('k')), undefined);
-  store.delete(b('k'), 11);
+  store.put(b('j'), b('x'), 11);
+  store.delete(b('k'), 12);
   assert.equal(store.get(b('k')), undefined);
-  assert.deepEqual(emitted.map((r) => [r.topic, r.partition, r.key?.toString(), r.value?.toString() ?? null, r.timestamp]), [
-    ['app-s-changelog', 2, 'k', '1', 10],
-    ['app-s-changelog', 2, 'k', null, 11],
+  assert.deepEqual(emitted, []);
+  assert.equal(flush(), 2);
+  assert.deepEqual(changelog(emitted), [
+    ['app-s-changelog', 2, 'k', null, 12],
+    ['app-s-changelog', 2, 'j', 'x', 11],
   ]);
-  store.put(b('k'), b('2'), 12);
+  // a second flush emits only what was written since the first
+  emitted.length = 0;
+  store.put(b('k'), b('2'), 13);
+  flush();
+  assert.deepEqual(changelog(emitted), [['app-s-changelog', 2, 'k', '2', 13]]);
   store.commit();
   assert.equal(committed.get(b('k'))?.toString(), '2');
+  assert.equal(committed.get(b('j'))?.toString(), 'x');
+  emitted.length = 0;
+  assert.equal(flush(), 0);
+});
+
+test('a record undone by endRecord(false) and a rolled-back transaction leave nothing in the changelog', () => {
+  const { emitted, store, flush } = setup();
+  store.put(b('a'), b('1'), 1);
+  store.endRecord(true);
+  store.put(b('a'), b('2'), 2);
+  store.put(b('b'), b('x'), 2);
+  store.endRecord(false);
+  flush();
+  assert.deepEqual(changelog(emitted), [['app-s-changelog', 2, 'a', '1', 1]]);
+  emitted.length = 0;
+  store.put(b('c'), b('y'), 3);
+  store.rollback();
+  assert.equal(flush(), 0);
 });
 
 test('rollback drops the whole transaction; endRecord(false) drops only the current record', () => {

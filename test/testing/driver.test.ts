@@ -31,6 +31,20 @@ test('with autoCommit off, outputs become visible only on commit and abort rolls
   assert.deepEqual(driver.records('sum-totals-changelog').map((r) => r.value?.toString()), ['1', '3']);
 });
 
+test('a transaction writes one changelog record per key, its last value, while every update goes downstream', () => {
+  const driver = new TopologyTestDriver(sumTopology(), { autoCommit: false });
+  const input = driver.input<string, number>('in');
+  input.pipe('a', 1, { timestamp: 10 });
+  input.pipe('b', 5, { timestamp: 11 });
+  input.pipe('a', 2, { timestamp: 12 });
+  driver.commit();
+  assert.deepEqual(driver.output<string, number>('out').readKeyValues(), [['a', 1], ['b', 5], ['a', 3]]);
+  assert.deepEqual(driver.records('sum-totals-changelog').map((r) => [r.key?.toString(), r.value?.toString(), r.timestamp]), [
+    ['a', '3', 12],
+    ['b', '5', 11],
+  ]);
+});
+
 test('abort with redeliver replays the aborted inputs from the same offsets', () => {
   const driver = new TopologyTestDriver(sumTopology(), { autoCommit: false });
   const input = driver.input<string, number>('in');
