@@ -8,6 +8,7 @@ import { resolveRuntimeOptions, resolveWorkerConfigInput, type RuntimeFlags } fr
 
 interface RunOptions extends ConfigCommandOptions, RuntimeFlags {
   readonly events?: boolean;
+  readonly metricsPort?: string;
 }
 
 /** Compiles a topology file into a worker; the config comes from flags over env over a file. */
@@ -23,11 +24,12 @@ export function registerRun(program: Command): void {
     .command('run <topology>')
     .description('run a topology file as one worker replica (replicas share the app id; give each its own --instance-id)')
     .option('--http-port <port>', 'serve /metrics, /healthz and /readyz on this port (env ONCEFLOW_HTTP_PORT)')
+    .option('--metrics-port <port>', 'the same as --http-port (the name Prometheus set-ups look for)')
     .option('--log-level <level>', 'trace | debug | info | warn | error (env ONCEFLOW_LOG_LEVEL)')
     .option('--log-format <format>', 'json | pretty (env ONCEFLOW_LOG_FORMAT; default pretty on a terminal)')
     .option('--events', 'print each lifecycle event (commits included) as a JSON line on stdout');
   addConfigOptions(command).action(async (file: string, opts: RunOptions) => {
-    const runtime = resolveRuntimeOptions(process.env, opts, process.stderr.isTTY);
+    const runtime = resolveRuntimeOptions(process.env, { ...opts, httpPort: opts.httpPort ?? opts.metricsPort }, process.stderr.isTTY);
     const worker = await workerForFile(file, opts);
     // Logs go to stderr so that stdout stays a clean stream of events for tools.
     const logging = attachLogging(worker, createLogger({ level: runtime.logLevel, pretty: runtime.logFormat === 'pretty', destination: process.stderr }));
