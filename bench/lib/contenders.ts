@@ -50,6 +50,9 @@ export function topicEnv(pipeline: BenchPipeline, input: string, output: string)
   }
 }
 
+/** Per aggregate and task; the pipelines have 16 words and 200 customers. */
+export const ONCEFLOW_CACHE_MAX_RECORDS = 10_000;
+
 export function launchSpec(contender: ContenderName, t: RunTarget): LaunchSpec {
   switch (contender) {
     case 'onceflow-eos':
@@ -62,6 +65,9 @@ export function launchSpec(contender: ContenderName, t: RunTarget): LaunchSpec {
           '--app-id', t.appId, '--instance-id', 'bench',
           '--guarantee', contender === 'onceflow-eos' ? 'exactly_once' : 'at_least_once',
           '--commit-interval-ms', String(t.commitIntervalMs), '--events',
+          // Kafka Streams' peer runs with its default record cache (statestore.cache.max.bytes, 10 MB) on its
+          // DSL aggregates: onceflow's, counted in keys, is sized to hold every key of these pipelines.
+          '--cache-max-records', String(ONCEFLOW_CACHE_MAX_RECORDS),
         ],
         env: { ONCEFLOW_BOOTSTRAP: t.bootstrap, ...topicEnv(t.pipeline, t.input, t.output) },
       };

@@ -21,6 +21,7 @@ export function registerChaos(program: Command): void {
     .addOption(new Option('--format <format>', 'orders input format (avro: registry Avro; starts the registry too)').choices(['json', 'avro']).default('json'))
     .option('--bootstrap <servers>', 'use a running broker instead of starting one')
     .option('--registry-url <url>', 'with --bootstrap and --format avro: the schema registry to use')
+    .option('--cache-max-records <n>', "the workers' record cache: keys each aggregate holds back until the commit", intAtLeast(0), 0)
     .option('--json <file>', 'write the result as JSON')
     .action(async (o: Record<string, string | number | boolean | undefined>) => {
       const result = await runChaos({
@@ -35,6 +36,7 @@ export function registerChaos(program: Command): void {
         pipeline: o.topology as PipelineName,
         feedMs: Number(o.feedMs),
         format: o.format === 'avro' ? 'avro' : 'json',
+        cacheMaxRecords: Number(o.cacheMaxRecords),
         ...(typeof o.bootstrap === 'string' ? { bootstrap: o.bootstrap } : {}),
         ...(typeof o.registryUrl === 'string' ? { registryUrl: o.registryUrl } : {}),
         log: (line) => console.error(`chaos: ${line}`),

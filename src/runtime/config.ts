@@ -36,6 +36,13 @@ export const workerConfigSchema = z
     /** librdkafka options passed through unchanged to every client (security, tuning). */
     kafka: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
     shutdownTimeoutMs: z.number().int().min(1_000).default(30_000),
+    /**
+     * Kafka Streams' record cache (`statestore.cache.max.bytes`), counted in keys: each key-value aggregate
+     * of each task holds back up to this many keys' latest results and sends them downstream once, when the
+     * transaction commits (or, past this many, the least recently updated first). 0: every update goes
+     * downstream at once. The store and its changelog are exact either way; only the intermediate results go.
+     */
+    cacheMaxRecords: z.number().int().min(0).max(1_000_000).default(0),
     /** `persistent` keeps each task's stores in LMDB under stateDir, so a clean restart restores only the changelog's tail. */
     stateStore: z.enum(['memory', 'persistent']).default('memory'),
     /** Per worker, `<stateDir>/<appId>/<instanceId>/<task>`: mount a volume here to keep state across pod restarts. */

@@ -25,6 +25,11 @@ export interface OutgoingRecord {
   readonly value: Buffer | null;
   readonly timestamp?: number;
   readonly headers?: readonly RecordHeader[];
+  /**
+   * The input record this one stands for, when that is not the record being processed: an aggregate
+   * result a record cache held back and released later. The worker takes the lineage from it.
+   */
+  readonly source?: IncomingRecord;
 }
 
 /** Where a task sends what it emits; the worker's collector puts it in the open transaction. */
@@ -32,8 +37,8 @@ export interface RecordCollector {
   send(record: OutgoingRecord): void;
 }
 
-/** Where a task sends what it emits when its transaction is about to commit. */
-export interface CommitCollector {
+/** Where a task sends what it emits when its transaction is about to commit; `send` gets records with a `source`. */
+export interface CommitCollector extends RecordCollector {
   /** A changelog record: it stands for no single input record, so it carries no lineage. */
   readonly changelog: (record: OutgoingRecord) => void;
 }

@@ -6,6 +6,8 @@ import type { CompiledNode, CompiledStore } from '../graph/types.ts';
 import type { IncomingRecord, OutgoingRecord, RecordHeader } from './records.ts';
 import type { TransactionalStore } from '../state/transactional.ts';
 import { DeadlineHeap } from '../state/heap.ts';
+import { mapKey } from '../state/store.ts';
+import { RecordCache, type CachedResult } from './record-cache.ts';
 import { splitWindowStoreKey, windowStartsFor, windowStoreKey } from '../state/windowed.ts';
 import { PermanentError, RetriableError } from './stage-errors.ts';
 import { AsyncStageResultError, StageFailure } from './task-errors.ts';
@@ -32,6 +34,8 @@ export interface TaskEnvironment {
   readonly now: () => number;
   readonly sleep: (ms: number) => Promise<void>;
   readonly random: () => number;
+  /** Keys each key-value aggregate holds back until the commit (0: every update goes downstream). */
+  readonly cacheMaxRecords: number;
 }
 
 const MAX_STACK = 8192;
@@ -70,6 +74,8 @@ export class TaskContext {
   readonly out: OutgoingRecord[] = [];
   readonly metrics: TaskMetrics = { recordsProcessed: 0, deadLettered: 0, retries: 0, lateRecordsDropped: 0, duplicatesDropped: 0, staleVersionsDropped: 0, nullKeysDropped: 0 };
   readonly timeListeners: RtNode[] = [];
+  /** Aggregates that hold back their results (cacheMaxRecords > 0). */
+  readonly caching: AggregateNode[] = [];
 
   constructor(
     readonly partition: number,
@@ -470,8 +476,15 @@ class LatestByVersionNode extends StatefulNode {
   }
 }
 
-class AggregateNode extends StatefulNode {
+export class AggregateNode extends StatefulNode {
   readonly #spec = this.node.spec as Spec<'aggregate'>;
+  readonly cache: RecordCache | undefined = this.ctx.env.cacheMaxRecords > 0 ? new RecordCache(this.ctx.env.cacheMaxRecords) : undefined;
+
+  /** Sends a held-back result downstream; the task has made its input record the current one. */
+  release(result: CachedResult): Step {
+    return this.forward(result.key, result.value);
+  }
+
   protected apply(key: unknown, value: unknown): Step {
     if (key === null || key === undefined) {
       this.ctx.metrics.nullKeysDropped++;
@@ -485,7 +498,8 @@ class AggregateNode extends StatefulNode {
     const bytes = serde.serialize(next, this.valueCtx);
     if (bytes === null) this.store.delete(kb, this.ctx.timestamp);
     else this.store.put(kb, bytes, this.ctx.timestamp);
-    return this.forward(key, next);
+    if (this.cache === undefined) return this.forward(key, next);
+    this.cache.put(mapKey(kb), { key, value: next, record: this.ctx.current, timestamp: this.ctx.timestamp });
   }
 }
 
@@ -614,7 +628,9 @@ export function createRtNode(ctx: TaskContext, node: CompiledNode, storeOf: (nam
         ctx.timeListeners.push(n);
         return n;
       }
-      return new AggregateNode(ctx, node, s.store, s.spec);
+      const n = new AggregateNode(ctx, node, s.store, s.spec);
+      if (n.cache) ctx.caching.push(n);
+      return n;
     }
   }
 }

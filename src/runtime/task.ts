@@ -5,7 +5,8 @@ import { inMemoryStoreFactory, type StoreFactory } from '../state/store.ts';
 import { TransactionalStore } from '../state/transactional.ts';
 import { windowStoreKey, splitWindowStoreKey } from '../state/windowed.ts';
 import type { Windowed } from '../dsl/types.ts';
-import { createRtNode, TaskContext, type RtNode, type SourceNode, type Step, type TaskMetrics } from './task-nodes.ts';
+import { createRtNode, TaskContext, type AggregateNode, type RtNode, type SourceNode, type Step, type TaskMetrics } from './task-nodes.ts';
+import type { CachedResult } from './record-cache.ts';
 import { StageFailure, TaskBusyError, UnknownSourceTopicError, UnknownStoreError } from './task-errors.ts';
 
 export type { Step, TaskMetrics } from './task-nodes.ts';
@@ -24,6 +25,8 @@ export interface TaskOptions {
    * window closing and dedupe expiry replay the same way after a restart.
    */
   readonly initialStreamTime?: number;
+  /** Keys each key-value aggregate holds back until the commit (worker config cacheMaxRecords); 0, the default: none. */
+  readonly cacheMaxRecords?: number;
 }
 
 export interface ChangelogPartition {
@@ -51,6 +54,7 @@ export class Task {
   readonly #stores = new Map<string, { store: TransactionalStore; spec: CompiledStore }>();
   readonly #storeList: TransactionalStore[] = [];
   readonly #stateful: RtNode[] = [];
+  readonly #caching: readonly AggregateNode[];
   #committedStreamTime: number;
 
   constructor(compiled: CompiledTopology, sub: CompiledSubtopology, partition: number, opts: TaskOptions = {}) {
@@ -65,6 +69,7 @@ export class Task {
       now: opts.now ?? Date.now,
       sleep: opts.sleep ?? realSleep,
       random: opts.random ?? Math.random,
+      cacheMaxRecords: opts.cacheMaxRecords ?? 0,
     });
     if (opts.initialStreamTime !== undefined) this.#ctx.streamTime = opts.initialStreamTime;
     this.#committedStreamTime = this.#ctx.streamTime;
@@ -87,6 +92,7 @@ export class Task {
       if (n.stores.length > 0) this.#stateful.push(node);
     }
     for (const n of sub.nodes) rt.get(n.name)!.children = n.children.map((c) => rt.get(c)!);
+    this.#caching = this.#ctx.caching;
   }
 
   get metrics(): Readonly<TaskMetrics> {
@@ -117,7 +123,9 @@ export class Task {
   /**
    * Processes one input record. Everything it emits (outputs, repartition records, dead letters)
    * reaches `collector` only once the record is done, and a record that fails leaves nothing behind
-   * except its dead letter; its store writes reach the changelog through `prepareCommit`. Returns a promise only when an async stage is involved.
+   * except its dead letter; its store writes reach the changelog through `prepareCommit`, and so do
+   * the aggregate results a record cache holds back. Returns a promise only when an async stage is
+   * involved.
    */
   process(record: IncomingRecord, collector: RecordCollector): Step {
     const ctx = this.#ctx;
@@ -130,18 +138,28 @@ export class Task {
     try {
       r = source.run(undefined, undefined);
     } catch (e) {
-      return this.#fail(e, collector);
+      return this.#fail(e, collector, undefined);
     }
-    if (r === undefined) return this.#succeed(collector);
+    return this.#settle(r, collector, undefined);
+  }
+
+  /**
+   * Ends a run through the nodes: on success its outputs go to `collector`, on a stage failure its
+   * dead letter. `origin`: the input record a released cached result stands for (undefined: the record
+   * being processed), which the outputs then carry as their `source`.
+   */
+  #settle(r: Step, collector: RecordCollector, origin: IncomingRecord | undefined): Step {
+    if (r === undefined) return this.#succeed(collector, origin);
+    const ctx = this.#ctx;
     ctx.busy = true;
     return r.then(
       () => {
         ctx.busy = false;
-        this.#succeed(collector);
+        return this.#succeed(collector, origin);
       },
       (e: unknown) => {
         ctx.busy = false;
-        this.#fail(e, collector);
+        this.#fail(e, collector, origin);
       },
     );
   }
@@ -162,12 +180,12 @@ export class Task {
       this.#discard();
       throw e;
     }
-    if (r === undefined) return this.#release(collector);
+    if (r === undefined) return this.#release(collector, undefined);
     ctx.busy = true;
     return r.then(
       () => {
         ctx.busy = false;
-        this.#release(collector);
+        this.#release(collector, undefined);
       },
       (e: unknown) => {
         ctx.busy = false;
@@ -177,37 +195,93 @@ export class Task {
     );
   }
 
-  #release(collector: RecordCollector): void {
+  #release(collector: RecordCollector, origin: IncomingRecord | undefined): void {
     const out = this.#ctx.out;
     for (const s of this.#storeList) s.endRecord(true);
-    for (let i = 0; i < out.length; i++) collector.send(out[i]!);
+    for (const n of this.#caching) n.cache!.endRecord(true);
+    if (origin === undefined) for (let i = 0; i < out.length; i++) collector.send(out[i]!);
+    else for (let i = 0; i < out.length; i++) collector.send({ ...out[i]!, source: origin });
     out.length = 0;
   }
 
   #discard(): void {
     for (const s of this.#storeList) s.endRecord(false);
+    for (const n of this.#caching) n.cache!.endRecord(false);
     this.#ctx.out.length = 0;
     for (const n of this.#stateful) n.reset();
   }
 
-  #succeed(collector: RecordCollector): void {
-    this.#release(collector);
+  #succeed(collector: RecordCollector, origin: IncomingRecord | undefined): Step {
+    this.#release(collector, origin);
+    if (origin !== undefined) return;
     this.#ctx.metrics.recordsProcessed++;
+    if (this.#caching.length > 0) return this.#drain(this.#pickOverflowing, collector);
   }
 
-  #fail(e: unknown, collector: RecordCollector): void {
+  #fail(e: unknown, collector: RecordCollector, origin: IncomingRecord | undefined): void {
     this.#discard();
     if (!(e instanceof StageFailure)) throw e;
-    this.#ctx.metrics.recordsProcessed++;
+    if (origin === undefined) this.#ctx.metrics.recordsProcessed++;
     this.#ctx.metrics.deadLettered++;
-    collector.send(this.#ctx.failureRecord(e));
+    const dead = this.#ctx.failureRecord(e);
+    collector.send(origin === undefined ? dead : { ...dead, source: origin });
+  }
+
+  /** An overflowing cache's least recently updated result: past its size a cache gives up its coldest key first. */
+  readonly #pickOverflowing = (): [AggregateNode, CachedResult] | undefined => {
+    for (const n of this.#caching) if (n.cache!.overflowing) return [n, n.cache!.takeOldest()!];
+    return undefined;
+  };
+
+  /** Any held-back result, for the commit: the results of every cache go, the ones they cause downstream too. */
+  readonly #pickAny = (): [AggregateNode, CachedResult] | undefined => {
+    for (const n of this.#caching) {
+      const r = n.cache!.takeOldest();
+      if (r !== undefined) return [n, r];
+    }
+    return undefined;
+  };
+
+  /** Sends held-back results downstream, one at a time, while `pick` finds one. */
+  #drain(pick: () => [AggregateNode, CachedResult] | undefined, collector: RecordCollector): Step {
+    for (let next = pick(); next !== undefined; next = pick()) {
+      const r = this.#releaseCached(next[0], next[1], collector);
+      if (r !== undefined) return r.then(() => this.#drain(pick, collector));
+    }
   }
 
   /**
-   * The transaction is about to commit: emits what it held back until now, one changelog record per
-   * key written (its last value or a tombstone). Call it before the offsets go into the transaction.
+   * Runs a held-back result through the nodes after its aggregate as if its last input record were
+   * being processed again: outputs carry that record's lineage and headers, and a stage failing on
+   * it dead-letters that record (its store update stays: later updates were built on it).
    */
-  prepareCommit(out: CommitCollector): void {
+  #releaseCached(node: AggregateNode, result: CachedResult, collector: RecordCollector): Step {
+    const ctx = this.#ctx;
+    ctx.current = result.record;
+    ctx.timestamp = result.timestamp;
+    ctx.seq++;
+    let r: Step;
+    try {
+      r = node.release(result);
+    } catch (e) {
+      return this.#fail(e, collector, result.record);
+    }
+    return this.#settle(r, collector, result.record);
+  }
+
+  /**
+   * The transaction is about to commit: emits what it held back until now, the cached aggregate
+   * results (to `out.send`) and then one changelog record per key written (its last value or a
+   * tombstone, to `out.changelog`). Call it before the offsets go into the transaction.
+   */
+  prepareCommit(out: CommitCollector): Step {
+    if (this.#ctx.busy) throw new TaskBusyError(this.id);
+    if (this.#caching.length === 0) return this.#flushChangelogs(out);
+    const r = this.#drain(this.#pickAny, out);
+    return r === undefined ? this.#flushChangelogs(out) : r.then(() => this.#flushChangelogs(out));
+  }
+
+  #flushChangelogs(out: CommitCollector): void {
     for (const s of this.#storeList) s.flushChangelog(out.changelog);
   }
 
@@ -217,9 +291,10 @@ export class Task {
     this.#committedStreamTime = this.#ctx.streamTime;
   }
 
-  /** The transaction aborted: every store write and the stream time go back to the last commit. */
+  /** The transaction aborted: every store write, held-back result and the stream time go back to the last commit. */
   rollback(): void {
     for (const s of this.#storeList) s.rollback();
+    for (const n of this.#caching) n.cache!.clear();
     this.#ctx.streamTime = this.#committedStreamTime;
     this.#ctx.out.length = 0;
     for (const n of this.#stateful) n.reset();

@@ -11,7 +11,7 @@ export interface RuntimeTopology {
   readonly subtopologies: readonly { readonly id: number; readonly sourceTopics: readonly string[] }[];
   readonly topics: readonly RuntimeTopic[];
   serdeUsages(): readonly { readonly serde: Serde<unknown>; readonly ctx: SerdeContext }[];
-  createTask(subtopologyId: number, partition: number, opts?: { readonly storeFactory?: StoreFactory; readonly initialStreamTime?: number }): RuntimeTask;
+  createTask(subtopologyId: number, partition: number, opts?: { readonly storeFactory?: StoreFactory; readonly initialStreamTime?: number; readonly cacheMaxRecords?: number }): RuntimeTask;
   /** Partition counts of every topic, internal ones derived from the external sources' counts. */
   resolvePartitions(sourcePartitions: ReadonlyMap<string, number>): { readonly topics: readonly RuntimeTopic[] };
   /** Worst-case time one record may spend in retry backoff: it must fit in a transaction. */
@@ -32,8 +32,8 @@ export interface RuntimeTask {
   readonly changelogs: readonly { readonly store: string; readonly topic: string; readonly partition: number }[];
   restore(store: string, key: Buffer, value: Buffer | null): void;
   process(record: IncomingRecord, collector: RecordCollector): void | Promise<void>;
-  /** Emits what the task holds back until its transaction commits (changelog records); tasks without stores may omit it. */
-  prepareCommit?(out: CommitCollector): void;
+  /** Emits what the task holds back until its transaction commits (cached results, changelog records); tasks without stores may omit it. */
+  prepareCommit?(out: CommitCollector): void | Promise<void>;
   commit(): void;
   rollback(): void;
   /** Largest record timestamp seen (windows and TTLs run on it); tasks without time-based state may omit it. */

@@ -68,6 +68,15 @@ interface Tp {
 }
 const tpKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
 
+/** The input record whose lineage the records being sent carry, and their next sequence number. */
+interface Origin {
+  readonly record: IncomingRecord;
+  seq: number;
+  readonly lineage: { readonly topic: Buffer; readonly partition: Buffer };
+  /** Sent later on the record's behalf (a cached aggregate result), not while it was processed. */
+  readonly released: boolean;
+}
+
 interface RebalanceEvent {
   readonly kind: 'assign' | 'revoke';
   readonly partitions: Tp[];
@@ -85,10 +94,10 @@ class PartitionProgress {
 /**
  * One worker: one consumer and one transactional producer (Kafka Streams' exactly_once_v2).
  * Records from a fetched batch run through the tasks inside an open transaction; outputs and
- * repartition records are produced without awaiting each, changelog records once per key written
- * when the transaction is about to commit; the transaction closes with sendOffsetsToTransaction
- * (with the consumer's group metadata, so a stale generation is fenced) and a commit, every
- * commitIntervalMs or maxRecordsPerTransaction records.
+ * repartition records are produced without awaiting each, changelog records (and results a record
+ * cache held back) once per key when the transaction is about to commit; the transaction closes
+ * with sendOffsetsToTransaction (with the consumer's group metadata, so a stale generation is
+ * fenced) and a commit, every commitIntervalMs or maxRecordsPerTransaction records.
  */
 export class Worker extends EventEmitter {
   readonly config: WorkerConfig;
@@ -355,10 +364,10 @@ export class Worker extends EventEmitter {
         const timeOpt = resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {};
         if (this.persistentState) {
           const state = new this.persistentState(join(this.config.stateDir, this.config.appId, this.config.instanceId, id));
-          task = this.topology.createTask(sub, p.partition, { storeFactory: state.storeFactory, ...timeOpt });
+          task = this.topology.createTask(sub, p.partition, { storeFactory: state.storeFactory, cacheMaxRecords: this.config.cacheMaxRecords, ...timeOpt });
           this.taskState.set(task, state);
         } else {
-          task = this.topology.createTask(sub, p.partition, timeOpt);
+          task = this.topology.createTask(sub, p.partition, { cacheMaxRecords: this.config.cacheMaxRecords, ...timeOpt });
         }
         this.tasks.set(id, task);
         fresh.push(task);
@@ -495,23 +504,35 @@ export class Worker extends EventEmitter {
     }
   }
 
-  private current: { record: IncomingRecord; seq: number; lineage: { topic: Buffer; partition: Buffer } } | undefined;
+  private current: Origin | undefined;
   private readonly collector: RecordCollector = { send: (r) => this.send(r) };
+  /** Origins of records a task releases later on behalf of an input record (cached aggregate results). */
+  private readonly released = new WeakMap<IncomingRecord, Origin>();
 
   private collectorFor(record: IncomingRecord): RecordCollector {
+    this.current = { record, seq: 0, lineage: this.lineageOf(record), released: false };
+    return this.collector;
+  }
+
+  private lineageOf(record: IncomingRecord): { topic: Buffer; partition: Buffer } {
     const k = tpKey(record.topic, record.partition);
     let lineage = this.lineageCache.get(k);
     if (!lineage) {
       lineage = { topic: Buffer.from(record.topic), partition: Buffer.from(String(record.partition)) };
       this.lineageCache.set(k, lineage);
     }
-    this.current = { record, seq: 0, lineage };
-    return this.collector;
+    return lineage;
+  }
+
+  private releasedOrigin(record: IncomingRecord): Origin {
+    let o = this.released.get(record);
+    if (!o) this.released.set(record, (o = { record, seq: 0, lineage: this.lineageOf(record), released: true }));
+    return o;
   }
 
   private send(r: OutgoingRecord): void {
     const producer = this.producer;
-    const cur = this.current;
+    const cur = r.source === undefined ? this.current : this.releasedOrigin(r.source);
     if (!producer || !cur) throw new Error('send outside a batch');
     const headers: Record<string, Buffer>[] = [];
     if (r.headers) for (const h of r.headers) headers.push({ [h.key]: h.value });
@@ -519,7 +540,8 @@ export class Worker extends EventEmitter {
       { [LINEAGE.topic]: cur.lineage.topic },
       { [LINEAGE.partition]: cur.lineage.partition },
       { [LINEAGE.offset]: Buffer.from(String(cur.record.offset)) },
-      { [LINEAGE.seq]: Buffer.from(String(cur.seq++)) },
+      // Released results number apart ('c0', 'c1', ...) from what their record's own processing sent.
+      { [LINEAGE.seq]: Buffer.from(cur.released ? `c${cur.seq++}` : String(cur.seq++)) },
       { [LINEAGE.txn]: this.txnHeader },
     );
     producer.produce(r.topic, r.partition ?? null, r.value, r.key, r.timestamp ?? cur.record.timestamp, null, headers);
@@ -548,6 +570,7 @@ export class Worker extends EventEmitter {
    * they stand for no one input record, and restore, their only reader, needs no lineage headers.
    */
   private readonly commitCollector: CommitCollector = {
+    send: (r) => this.send(r),
     changelog: (r) => {
       const producer = this.producer;
       if (!producer) throw new Error('changelog record without a producer');
@@ -557,8 +580,11 @@ export class Worker extends EventEmitter {
   };
 
   /** Called in the open transaction, before its offsets are sent (or, at least once, before the flush that acknowledges it). */
-  private prepareCommit(): void {
-    for (const t of this.tasks.values()) t.prepareCommit?.(this.commitCollector);
+  private async prepareCommit(): Promise<void> {
+    for (const t of this.tasks.values()) {
+      const r = t.prepareCommit?.(this.commitCollector);
+      if (r) await r;
+    }
   }
 
   private async begin(): Promise<void> {
@@ -595,7 +621,7 @@ export class Worker extends EventEmitter {
       return;
     }
     try {
-      this.prepareCommit();
+      await this.prepareCommit();
       this.chaosPoint('after-produce');
       if (this.config.unsafeCommitOffsetsOutsideTransaction) {
         if (offsets.length > 0) consumer.commitSync(offsets);
@@ -628,7 +654,7 @@ export class Worker extends EventEmitter {
 
   private async commitAtLeastOnce(producer: Producer, consumer: KafkaConsumer, offsets: TopicPartitionOffset[]): Promise<void> {
     try {
-      this.prepareCommit();
+      await this.prepareCommit();
       await flush(producer, 30_000);
       if (this.deliveryError) throw this.deliveryError;
       // The outputs are acknowledged, the offsets not yet committed: a crash here replays them.

@@ -1,5 +1,6 @@
 import type { OutgoingRecord } from '../runtime/records.ts';
 import { mapKey, type KeyValueStore } from './store.ts';
+import { endRecordWrites, type UndoEntry } from './undo.ts';
 
 interface Pending {
   readonly key: Buffer;
@@ -25,7 +26,7 @@ interface Pending {
 export class TransactionalStore {
   readonly #buffer = new Map<string, Pending>();
   /** Previous buffer entries of keys the current record wrote, newest last. */
-  readonly #undo: { readonly k: string; readonly prev: Pending | undefined }[] = [];
+  readonly #undo: UndoEntry<Pending>[] = [];
 
   constructor(
     readonly name: string,
@@ -78,16 +79,7 @@ export class TransactionalStore {
   }
 
   endRecord(ok: boolean): void {
-    const u = this.#undo;
-    if (u.length === 0) return;
-    if (!ok) {
-      for (let i = u.length - 1; i >= 0; i--) {
-        const { k, prev } = u[i]!;
-        if (prev === undefined) this.#buffer.delete(k);
-        else this.#buffer.set(k, prev);
-      }
-    }
-    u.length = 0;
+    endRecordWrites(this.#buffer, this.#undo, ok);
   }
 
   commit(): void {

@@ -3,8 +3,8 @@ import type { Serde, SerdeContext } from '../serdes/serde.ts';
 import type { TopologyBuilder } from '../dsl/builder.ts';
 import { compile } from '../graph/compile.ts';
 import type { CompiledTopology } from '../graph/compiled.ts';
-import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader } from '../runtime/records.ts';
-import type { Step, Task, TaskMetrics } from '../runtime/task.ts';
+import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordHeader } from '../runtime/records.ts';
+import type { Step, Task, TaskMetrics, TaskOptions } from '../runtime/task.ts';
 import { partitionFor } from './partitioner.ts';
 
 export class UnknownTestTopicError extends OnceflowError {
@@ -36,6 +36,8 @@ export interface TestDriverOptions {
   readonly startTimeMs?: number;
   /** Commit after every piped record (default true). With false, call commit() / abort() yourself. */
   readonly autoCommit?: boolean;
+  /** The worker's cacheMaxRecords: keys each aggregate holds back until the commit (default 0, every update goes downstream). */
+  readonly cacheMaxRecords?: number;
   readonly sleep?: (ms: number) => Promise<void>;
   readonly random?: () => number;
   readonly now?: () => number;
@@ -120,7 +122,7 @@ export class TopologyTestDriver {
   readonly compiled: CompiledTopology;
   readonly #partitions: number;
   readonly #autoCommit: boolean;
-  readonly #taskOpts: { sleep?: (ms: number) => Promise<void>; random?: () => number; now?: () => number };
+  readonly #taskOpts: TaskOptions;
   readonly #tasks = new Map<string, Task>();
   readonly #open = new Set<Task>();
   readonly #logs = new Map<string, LoggedRecord[]>();
@@ -131,15 +133,19 @@ export class TopologyTestDriver {
   #clock: number;
   #roundRobin = 0;
   #busy = false;
-  readonly #collector: RecordCollector = { send: (r) => void this.#pending.push(r) };
-  readonly #commitCollector: CommitCollector = { changelog: (r) => void this.#pending.push(r) };
+  readonly #collector: CommitCollector = { send: (r) => void this.#pending.push(r), changelog: (r) => void this.#pending.push(r) };
 
   constructor(builder: TopologyBuilder, opts: TestDriverOptions = {}) {
     this.compiled = compile(builder, opts.appId !== undefined ? { appId: opts.appId } : {});
     this.#partitions = opts.partitions ?? 1;
     this.#autoCommit = opts.autoCommit ?? true;
     this.#clock = opts.startTimeMs ?? 0;
-    this.#taskOpts = { ...(opts.sleep ? { sleep: opts.sleep } : {}), ...(opts.random ? { random: opts.random } : {}), ...(opts.now ? { now: opts.now } : {}) };
+    this.#taskOpts = {
+      ...(opts.sleep ? { sleep: opts.sleep } : {}),
+      ...(opts.random ? { random: opts.random } : {}),
+      ...(opts.now ? { now: opts.now } : {}),
+      ...(opts.cacheMaxRecords !== undefined ? { cacheMaxRecords: opts.cacheMaxRecords } : {}),
+    };
   }
 
   #sourceNode(topic: string): { keySerde: Serde<unknown>; valueSerde: Serde<unknown> } {
@@ -330,7 +336,17 @@ export class TopologyTestDriver {
 
   #commit(): Step {
     // As the worker does before sending the offsets: what the tasks held back joins the transaction.
-    for (const t of this.#open) t.prepareCommit(this.#commitCollector);
+    return then(this.#prepareCommit([...this.#open], 0), () => this.#commitPrepared());
+  }
+
+  #prepareCommit(tasks: readonly Task[], from: number): Step {
+    for (let i = from; i < tasks.length; i++) {
+      const r = tasks[i]!.prepareCommit(this.#collector);
+      if (r !== undefined) return r.then(() => this.#prepareCommit(tasks, i + 1));
+    }
+  }
+
+  #commitPrepared(): Step {
     for (const t of this.#open) t.commit();
     this.#open.clear();
     const routed: IncomingRecord[] = [];

@@ -39,6 +39,8 @@ export interface ChaosOptions {
   readonly format?: 'json' | 'avro';
   /** The registry for `format: avro` when `bootstrap` is given; else the started cluster's. */
   readonly registryUrl?: string;
+  /** The workers' cacheMaxRecords (default 0: every aggregate update goes downstream). */
+  readonly cacheMaxRecords?: number;
 }
 
 export interface ChaosResult {
@@ -57,6 +59,7 @@ export interface ChaosResult {
   readonly aggregateMismatches: number;
   readonly dlqRecords: number;
   readonly poisonInjected: number;
+  readonly cacheMaxRecords: number;
   readonly abortedSeenByReadUncommitted: number;
   readonly durationMs: number;
   readonly ok: boolean;
@@ -110,6 +113,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       ONCEFLOW_BOOTSTRAP: bootstrap,
       ...(wire ? { ONCEFLOW_ORDERS_FORMAT: 'avro', ONCEFLOW_REGISTRY_URL: registryUrl! } : {}),
       ...(opts.brokenWorker ? { ONCEFLOW_UNSAFE_OFFSETS_OUTSIDE_TXN: '1' } : {}),
+      ...(opts.cacheMaxRecords ? { ONCEFLOW_CACHE_MAX_RECORDS: String(opts.cacheMaxRecords) } : {}),
     };
     const compiled = compile(await withEnv(env, () => loadTopology(pipeline.file)), { appId });
     const repartitionTopics = compiled.topics.filter((t) => t.kind === 'repartition').map((t) => t.name);
@@ -241,6 +245,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       aggregateMismatches: report.aggregateMismatches,
       dlqRecords: report.dlqRecords,
       poisonInjected,
+      cacheMaxRecords: opts.cacheMaxRecords ?? 0,
       abortedSeenByReadUncommitted: report.abortedSeenByReadUncommitted ?? 0,
       durationMs: Date.now() - started,
       ok: report.ok && report.dlqRecords === poisonInjected,

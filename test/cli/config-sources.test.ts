@@ -109,6 +109,10 @@ test('invalid values fail in parseWorkerConfig naming the field and what it acce
   assert.match(issues({}, { commitIntervalMs: '0' }), /commitIntervalMs .*>=1/);
   assert.match(issues({ ONCEFLOW_COMMIT_INTERVAL_MS: '20000' }), /commitIntervalMs \(20000\) must be below transactionTimeoutMs \(10000\)/);
   assert.match(issues({ ONCEFLOW_KAFKA_GROUP_ID: 'other' }), /kafka\.group\.id is set by onceflow itself/);
+  assert.match(issues({ ONCEFLOW_CACHE_MAX_RECORDS: '-1' }), /cacheMaxRecords .*>=0/);
+  assert.match(issues({}, { cacheMaxRecords: '2.5' }), /cacheMaxRecords .*int/);
+  assert.equal(loadWorkerConfig({ env: base }).cacheMaxRecords, 0, 'off unless asked for');
+  assert.equal(loadWorkerConfig({ env: base, flags: { cacheMaxRecords: '10000' } }).cacheMaxRecords, 10_000);
   const fileWithTypo = file('typo.yaml', 'bootstrap: b:9092\nappId: a\ncommitIntervallMs: 5\n');
   assert.throws(() => loadWorkerConfig({ file: fileWithTypo, env: {} }), (e: unknown) => e instanceof ConfigError && /commitIntervallMs/.test(e.message));
 });

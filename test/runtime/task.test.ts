@@ -36,7 +36,7 @@ test('synchronous stages take the fast path: process returns no promise', () => 
 function collectWithChangelog() {
   const { sent, collector } = collect();
   const changelog: OutgoingRecord[] = [];
-  return { sent, collector, changelog, commitCollector: { changelog: (r: OutgoingRecord) => void changelog.push(r) } };
+  return { sent, collector, changelog, commitCollector: { send: collector.send, changelog: (r: OutgoingRecord) => void changelog.push(r) } };
 }
 
 test('store writes reach the changelog once per key per transaction, at the task partition, with the last value', () => {
