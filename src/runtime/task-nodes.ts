@@ -9,6 +9,7 @@ import { DeadlineHeap } from '../state/heap.ts';
 import { splitWindowStoreKey, windowStartsFor, windowStoreKey } from '../state/windowed.ts';
 import { PermanentError, RetriableError } from './stage-errors.ts';
 import { AsyncStageResultError, StageFailure } from './task-errors.ts';
+import { checkRecordSize } from './record-size.ts';
 
 /** void on the synchronous fast path; a Promise only when something async is involved. */
 export type Step = void | Promise<void>;
@@ -32,6 +33,8 @@ export interface TaskEnvironment {
   readonly now: () => number;
   readonly sleep: (ms: number) => Promise<void>;
   readonly random: () => number;
+  /** Largest key + value + headers of one produced record (see record-size.ts). */
+  readonly maxRecordBytes: number;
 }
 
 const MAX_STACK = 8192;
@@ -350,6 +353,7 @@ class SinkNode extends RtNode {
     const k = this.#keySerde.serialize(key, this.#keyCtx);
     const v = this.#valueSerde.serialize(value, this.#valueCtx);
     const headers = this.ctx.current.headers;
+    checkRecordSize(this.#topic, k, v, headers, this.ctx.env.maxRecordBytes);
     this.ctx.out.push(headers.length > 0 ? { topic: this.#topic, key: k, value: v, timestamp: this.ctx.timestamp, headers } : { topic: this.#topic, key: k, value: v, timestamp: this.ctx.timestamp });
   }
 }

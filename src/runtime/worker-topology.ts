@@ -11,7 +11,7 @@ export interface RuntimeTopology {
   readonly subtopologies: readonly { readonly id: number; readonly sourceTopics: readonly string[] }[];
   readonly topics: readonly RuntimeTopic[];
   serdeUsages(): readonly { readonly serde: Serde<unknown>; readonly ctx: SerdeContext }[];
-  createTask(subtopologyId: number, partition: number, opts?: { readonly storeFactory?: StoreFactory; readonly initialStreamTime?: number }): RuntimeTask;
+  createTask(subtopologyId: number, partition: number, opts?: { readonly storeFactory?: StoreFactory; readonly initialStreamTime?: number; readonly maxRecordBytes?: number }): RuntimeTask;
   /** Partition counts of every topic, internal ones derived from the external sources' counts. */
   resolvePartitions(sourcePartitions: ReadonlyMap<string, number>): { readonly topics: readonly RuntimeTopic[] };
   /** Worst-case time one record may spend in retry backoff: it must fit in a transaction. */

@@ -24,6 +24,7 @@ import type { ChangelogOffset, PersistentTaskState } from '../state/lmdb-store.t
 import { parseWorkerConfig, transactionalId, type WorkerConfig, type WorkerConfigInput } from './config.ts';
 import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader } from './records.ts';
 import { formatCommitMetadata, parseCommitMetadata } from './commit-metadata.ts';
+import { maxRecordBytesFor } from './record-size.ts';
 import { restoreTasks, type RestoreStart } from './restore.ts';
 import { classifyTxnError, describeKafkaError, isFencing, WorkerError } from './txn-errors.ts';
 import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
@@ -147,6 +148,12 @@ export class Worker extends EventEmitter {
     this.txnId = transactionalId(this.config);
     this.txnHeader = Buffer.from(this.txnId);
     this.deadLetterTopics = new Set(topology.topics.filter((t) => t.kind === 'dead-letter').map((t) => t.name));
+  }
+
+  /** What one produce may carry: librdkafka refuses a larger record at once, on every replay. */
+  private get maxRecordBytes(): number {
+    const configured = Number(this.config.kafka['message.max.bytes']);
+    return maxRecordBytesFor(Number.isFinite(configured) && configured > 0 ? configured : undefined);
   }
 
   get transactionalId(): string {
@@ -352,7 +359,7 @@ export class Worker extends EventEmitter {
           .filter((q) => q.partition === p.partition && this.subtopologyOf.get(q.topic) === sub)
           .map((q) => streamTimes.get(tpKey(q.topic, q.partition)))
           .filter((t): t is number => t !== undefined);
-        const timeOpt = resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {};
+        const timeOpt = { maxRecordBytes: this.maxRecordBytes, ...(resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {}) };
         if (this.persistentState) {
           const state = new this.persistentState(join(this.config.stateDir, this.config.appId, this.config.instanceId, id));
           task = this.topology.createTask(sub, p.partition, { storeFactory: state.storeFactory, ...timeOpt });
