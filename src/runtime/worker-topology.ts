@@ -1,6 +1,7 @@
 import type { Serde, SerdeContext } from '../serdes/serde.ts';
 import type { CommitCollector, IncomingRecord, RecordCollector } from './records.ts';
 import type { StoreFactory } from '../state/store.ts';
+import type { TaskMetrics } from './task-nodes.ts';
 
 /**
  * What the worker needs of a compiled topology. The compiler (src/graph) produces it; keeping the
@@ -36,6 +37,8 @@ export interface RuntimeTask {
   prepareCommit?(out: CommitCollector): void;
   commit(): void;
   rollback(): void;
+  /** What the task's stages counted since it was created; tasks without such stages may omit it. */
+  readonly metrics?: Readonly<Pick<TaskMetrics, 'lateRecordsDropped' | 'duplicatesDropped' | 'staleVersionsDropped'>>;
   /** Largest record timestamp seen (windows and TTLs run on it); tasks without time-based state may omit it. */
   readonly streamTime?: number;
 }

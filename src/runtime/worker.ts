@@ -49,6 +49,12 @@ export interface WorkerStats {
   restoredRecords: number;
   deadLettered: number;
   lastCommitAt: number;
+  /** Records a windowed aggregate dropped because every window they belong to had closed. */
+  lateRecordsDropped: number;
+  /** Records a dedupe stage dropped: their id was seen within its TTL. */
+  duplicatesDropped: number;
+  /** Records a version guard dropped: not newer than the stored version of their key. */
+  staleVersionsDropped: number;
 }
 
 export type WorkerEvent =
@@ -104,6 +110,9 @@ export class Worker extends EventEmitter {
     restoredRecords: 0,
     deadLettered: 0,
     lastCommitAt: 0,
+    lateRecordsDropped: 0,
+    duplicatesDropped: 0,
+    staleVersionsDropped: 0,
   };
   private readonly txnId: string;
   private consumer: KafkaConsumer | undefined;
@@ -583,12 +592,27 @@ export class Worker extends EventEmitter {
   private markCommitted(): void {
     for (const [k, o] of this.progress.pending) this.progress.committed.set(k, o.offset);
     this.progress.pending.clear();
-    for (const t of this.tasks.values()) t.commit();
+    for (const t of this.tasks.values()) {
+      t.commit();
+      this.countDrops(t);
+    }
     this.lastTransactionCommitted = true;
     this.txnOpen = false;
     this.stats.transactionsCommitted++;
     this.stats.lastCommitAt = Date.now();
   }
+
+  /** What each task has dropped since the last commit joins the worker's counters (tasks come and go; the counters stay). */
+  private countDrops(task: RuntimeTask): void {
+    const m = task.metrics;
+    if (!m) return;
+    const seen = this.dropsCounted.get(task) ?? { late: 0, duplicates: 0, stale: 0 };
+    this.stats.lateRecordsDropped += m.lateRecordsDropped - seen.late;
+    this.stats.duplicatesDropped += m.duplicatesDropped - seen.duplicates;
+    this.stats.staleVersionsDropped += m.staleVersionsDropped - seen.stale;
+    this.dropsCounted.set(task, { late: m.lateRecordsDropped, duplicates: m.duplicatesDropped, stale: m.staleVersionsDropped });
+  }
+  private readonly dropsCounted = new WeakMap<RuntimeTask, { late: number; duplicates: number; stale: number }>();
 
   private async commit(): Promise<void> {
     const producer = this.producer;
