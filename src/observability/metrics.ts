@@ -58,6 +58,9 @@ export function attachMetrics(worker: ObservedWorker, options: MetricsOptions = 
   fromStats('onceflow_transactions_committed_total', 'Transactions committed (under at_least_once: offset commits)', 'transactionsCommitted');
   fromStats('onceflow_transactions_aborted_total', 'Transactions aborted and rewound to the last commit', 'transactionsAborted');
   fromStats('onceflow_rebalances_total', 'Partition assignments and revocations handled', 'rebalances');
+  fromStats('onceflow_late_records_dropped_total', 'Records dropped by windowed aggregates: every window they belong to had closed (stream time past end + grace)', 'lateRecordsDropped');
+  fromStats('onceflow_duplicates_dropped_total', 'Records dropped by dedupe stages: their id was seen within the TTL', 'duplicatesDropped');
+  fromStats('onceflow_stale_versions_dropped_total', 'Records dropped by version guards: not newer than the stored version of their key', 'staleVersionsDropped');
   fromStats('onceflow_restore_records_total', 'Changelog records replayed into state stores', 'restoredRecords');
   fromStats('onceflow_fencing_events_total', 'Times the producer was fenced or failed fatally and was replaced', 'fencings');
 

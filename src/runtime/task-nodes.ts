@@ -11,6 +11,7 @@ import { RecordCache, type CachedResult } from './record-cache.ts';
 import { splitWindowStoreKey, windowStartsFor, windowStoreKey } from '../state/windowed.ts';
 import { PermanentError, RetriableError } from './stage-errors.ts';
 import { AsyncStageResultError, StageFailure } from './task-errors.ts';
+import { checkRecordSize } from './record-size.ts';
 
 /** void on the synchronous fast path; a Promise only when something async is involved. */
 export type Step = void | Promise<void>;
@@ -36,6 +37,8 @@ export interface TaskEnvironment {
   readonly random: () => number;
   /** Keys each key-value aggregate holds back until the commit (0: every update goes downstream). */
   readonly cacheMaxRecords: number;
+  /** Largest key + value + headers of one produced record (see record-size.ts). */
+  readonly maxRecordBytes: number;
 }
 
 const MAX_STACK = 8192;
@@ -356,6 +359,7 @@ class SinkNode extends RtNode {
     const k = this.#keySerde.serialize(key, this.#keyCtx);
     const v = this.#valueSerde.serialize(value, this.#valueCtx);
     const headers = this.ctx.current.headers;
+    checkRecordSize(this.#topic, k, v, headers, this.ctx.env.maxRecordBytes);
     this.ctx.out.push(headers.length > 0 ? { topic: this.#topic, key: k, value: v, timestamp: this.ctx.timestamp, headers } : { topic: this.#topic, key: k, value: v, timestamp: this.ctx.timestamp });
   }
 }

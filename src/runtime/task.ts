@@ -8,12 +8,15 @@ import type { Windowed } from '../dsl/types.ts';
 import { createRtNode, TaskContext, type AggregateNode, type RtNode, type SourceNode, type Step, type TaskMetrics } from './task-nodes.ts';
 import type { CachedResult } from './record-cache.ts';
 import { StageFailure, TaskBusyError, UnknownSourceTopicError, UnknownStoreError } from './task-errors.ts';
+import { maxRecordBytesFor } from './record-size.ts';
 
 export type { Step, TaskMetrics } from './task-nodes.ts';
 
 export interface TaskOptions {
   /** Committed storage per store; defaults to in-memory maps. */
   readonly storeFactory?: StoreFactory;
+  /** Largest record the task may emit (outputs, repartition and changelog records); default from librdkafka's message.max.bytes. */
+  readonly maxRecordBytes?: number;
   /** Wall clock for the `onceflow.error.time` header. */
   readonly now?: () => number;
   /** How retry backoff waits; tests may pass a fake. */
@@ -70,6 +73,7 @@ export class Task {
       sleep: opts.sleep ?? realSleep,
       random: opts.random ?? Math.random,
       cacheMaxRecords: opts.cacheMaxRecords ?? 0,
+      maxRecordBytes: opts.maxRecordBytes ?? maxRecordBytesFor(),
     });
     if (opts.initialStreamTime !== undefined) this.#ctx.streamTime = opts.initialStreamTime;
     this.#committedStreamTime = this.#ctx.streamTime;
@@ -78,7 +82,7 @@ export class Task {
     for (const name of sub.stores) {
       const spec = compiled.stores.get(name)!;
       const committed = factory({ name, kind: spec.kind, subtopology: sub.id, partition });
-      const store = new TransactionalStore(name, spec.changelogTopic, partition, committed);
+      const store = new TransactionalStore(name, spec.changelogTopic, partition, committed, this.#ctx.env.maxRecordBytes);
       this.#stores.set(name, { store, spec });
       this.#storeList.push(store);
     }

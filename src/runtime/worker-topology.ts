@@ -1,6 +1,7 @@
 import type { Serde, SerdeContext } from '../serdes/serde.ts';
 import type { CommitCollector, IncomingRecord, RecordCollector } from './records.ts';
 import type { StoreFactory } from '../state/store.ts';
+import type { TaskMetrics } from './task-nodes.ts';
 
 /**
  * What the worker needs of a compiled topology. The compiler (src/graph) produces it; keeping the
@@ -11,7 +12,7 @@ export interface RuntimeTopology {
   readonly subtopologies: readonly { readonly id: number; readonly sourceTopics: readonly string[] }[];
   readonly topics: readonly RuntimeTopic[];
   serdeUsages(): readonly { readonly serde: Serde<unknown>; readonly ctx: SerdeContext }[];
-  createTask(subtopologyId: number, partition: number, opts?: { readonly storeFactory?: StoreFactory; readonly initialStreamTime?: number; readonly cacheMaxRecords?: number }): RuntimeTask;
+  createTask(subtopologyId: number, partition: number, opts?: { readonly storeFactory?: StoreFactory; readonly initialStreamTime?: number; readonly cacheMaxRecords?: number; readonly maxRecordBytes?: number }): RuntimeTask;
   /** Partition counts of every topic, internal ones derived from the external sources' counts. */
   resolvePartitions(sourcePartitions: ReadonlyMap<string, number>): { readonly topics: readonly RuntimeTopic[] };
   /** Worst-case time one record may spend in retry backoff: it must fit in a transaction. */
@@ -36,6 +37,8 @@ export interface RuntimeTask {
   prepareCommit?(out: CommitCollector): void | Promise<void>;
   commit(): void;
   rollback(): void;
+  /** What the task's stages counted since it was created; tasks without such stages may omit it. */
+  readonly metrics?: Readonly<Pick<TaskMetrics, 'lateRecordsDropped' | 'duplicatesDropped' | 'staleVersionsDropped'>>;
   /** Largest record timestamp seen (windows and TTLs run on it); tasks without time-based state may omit it. */
   readonly streamTime?: number;
 }

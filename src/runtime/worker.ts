@@ -24,6 +24,7 @@ import type { ChangelogOffset, PersistentTaskState } from '../state/lmdb-store.t
 import { parseWorkerConfig, transactionalId, type WorkerConfig, type WorkerConfigInput } from './config.ts';
 import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader } from './records.ts';
 import { formatCommitMetadata, parseCommitMetadata } from './commit-metadata.ts';
+import { maxRecordBytesFor } from './record-size.ts';
 import { restoreTasks, type RestoreStart } from './restore.ts';
 import { classifyTxnError, describeKafkaError, isFencing, WorkerError } from './txn-errors.ts';
 import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
@@ -48,6 +49,12 @@ export interface WorkerStats {
   restoredRecords: number;
   deadLettered: number;
   lastCommitAt: number;
+  /** Records a windowed aggregate dropped because every window they belong to had closed. */
+  lateRecordsDropped: number;
+  /** Records a dedupe stage dropped: their id was seen within its TTL. */
+  duplicatesDropped: number;
+  /** Records a version guard dropped: not newer than the stored version of their key. */
+  staleVersionsDropped: number;
 }
 
 export type WorkerEvent =
@@ -112,6 +119,9 @@ export class Worker extends EventEmitter {
     restoredRecords: 0,
     deadLettered: 0,
     lastCommitAt: 0,
+    lateRecordsDropped: 0,
+    duplicatesDropped: 0,
+    staleVersionsDropped: 0,
   };
   private readonly txnId: string;
   private consumer: KafkaConsumer | undefined;
@@ -156,6 +166,12 @@ export class Worker extends EventEmitter {
     this.txnId = transactionalId(this.config);
     this.txnHeader = Buffer.from(this.txnId);
     this.deadLetterTopics = new Set(topology.topics.filter((t) => t.kind === 'dead-letter').map((t) => t.name));
+  }
+
+  /** What one produce may carry: librdkafka refuses a larger record at once, on every replay. */
+  private get maxRecordBytes(): number {
+    const configured = Number(this.config.kafka['message.max.bytes']);
+    return maxRecordBytesFor(Number.isFinite(configured) && configured > 0 ? configured : undefined);
   }
 
   get transactionalId(): string {
@@ -361,7 +377,7 @@ export class Worker extends EventEmitter {
           .filter((q) => q.partition === p.partition && this.subtopologyOf.get(q.topic) === sub)
           .map((q) => streamTimes.get(tpKey(q.topic, q.partition)))
           .filter((t): t is number => t !== undefined);
-        const timeOpt = resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {};
+        const timeOpt = { maxRecordBytes: this.maxRecordBytes, ...(resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {}) };
         if (this.persistentState) {
           const state = new this.persistentState(join(this.config.stateDir, this.config.appId, this.config.instanceId, id));
           task = this.topology.createTask(sub, p.partition, { storeFactory: state.storeFactory, cacheMaxRecords: this.config.cacheMaxRecords, ...timeOpt });
@@ -602,12 +618,27 @@ export class Worker extends EventEmitter {
   private markCommitted(): void {
     for (const [k, o] of this.progress.pending) this.progress.committed.set(k, o.offset);
     this.progress.pending.clear();
-    for (const t of this.tasks.values()) t.commit();
+    for (const t of this.tasks.values()) {
+      t.commit();
+      this.countDrops(t);
+    }
     this.lastTransactionCommitted = true;
     this.txnOpen = false;
     this.stats.transactionsCommitted++;
     this.stats.lastCommitAt = Date.now();
   }
+
+  /** What each task has dropped since the last commit joins the worker's counters (tasks come and go; the counters stay). */
+  private countDrops(task: RuntimeTask): void {
+    const m = task.metrics;
+    if (!m) return;
+    const seen = this.dropsCounted.get(task) ?? { late: 0, duplicates: 0, stale: 0 };
+    this.stats.lateRecordsDropped += m.lateRecordsDropped - seen.late;
+    this.stats.duplicatesDropped += m.duplicatesDropped - seen.duplicates;
+    this.stats.staleVersionsDropped += m.staleVersionsDropped - seen.stale;
+    this.dropsCounted.set(task, { late: m.lateRecordsDropped, duplicates: m.duplicatesDropped, stale: m.staleVersionsDropped });
+  }
+  private readonly dropsCounted = new WeakMap<RuntimeTask, { late: number; duplicates: number; stale: number }>();
 
   private async commit(): Promise<void> {
     const producer = this.producer;

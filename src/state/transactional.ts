@@ -1,6 +1,9 @@
 import type { OutgoingRecord } from '../runtime/records.ts';
 import { mapKey, type KeyValueStore } from './store.ts';
 import { endRecordWrites, type UndoEntry } from './undo.ts';
+import { checkRecordSize } from '../runtime/record-size.ts';
+
+const NO_HEADERS: readonly [] = [];
 
 interface Pending {
   readonly key: Buffer;
@@ -33,6 +36,8 @@ export class TransactionalStore {
     readonly changelogTopic: string,
     readonly partition: number,
     readonly committed: KeyValueStore,
+    /** A write whose changelog record could not be produced fails the record that made it, not the commit. */
+    private readonly maxRecordBytes: number = Number.POSITIVE_INFINITY,
   ) {}
 
   get(key: Buffer): Buffer | undefined {
@@ -50,6 +55,7 @@ export class TransactionalStore {
   }
 
   #write(key: Buffer, value: Buffer | null, timestamp: number): void {
+    checkRecordSize(this.changelogTopic, key, value, NO_HEADERS, this.maxRecordBytes);
     const k = mapKey(key);
     this.#undo.push({ k, prev: this.#buffer.get(k) });
     this.#buffer.set(k, { key, value, timestamp, logged: false });

@@ -108,11 +108,14 @@ test('tumbling and hopping windows on the real broker equal a recomputation from
     for (const c of batch) producer.produce(input, c.partition, Buffer.from('click'), c.key, c.timestamp);
     await flush(producer, 30_000);
   };
+  let lateCounted = 0;
   const runUntilCaughtUp = async (instanceId: string) => {
     const worker = new Worker(topology, { bootstrap, appId, instanceId, guarantee: 'exactly_once' });
     await worker.start();
     await waitCaughtUp({ bootstrap, groupId: appId, plainTopics: [input], timeoutMs: 240_000 });
     await worker.stop();
+    assert.equal(worker.stats.transactionsAborted, 0, 'nothing was replayed, so nothing was counted twice');
+    lateCounted += worker.stats.lateRecordsDropped;
   };
   try {
     await produce(first);
@@ -124,6 +127,8 @@ test('tumbling and hopping windows on the real broker equal a recomputation from
   }
 
   assert.equal((await readTopic(bootstrap, input)).length, all.length, 'the broker took every input record');
+  const late = recompute(all, WINDOWS.tumbling).late + recompute(all, WINDOWS.hopping).late;
+  assert.equal(lateCounted, late, 'the workers counted every late record (onceflow_late_records_dropped_total)');
   const deadLetters = await readTopic(bootstrap, dlq, { isolation: 'read_committed' });
   for (const name of ['tumbling', 'hopping'] as const) {
     const expected = recompute(all, WINDOWS[name]);

@@ -17,6 +17,9 @@ export class FakeWorker extends EventEmitter implements ObservedWorker {
     restoredRecords: 0,
     deadLettered: 0,
     lastCommitAt: 0,
+    lateRecordsDropped: 0,
+    duplicatesDropped: 0,
+    staleVersionsDropped: 0,
   };
   private failure: unknown;
 

@@ -13,7 +13,7 @@ function value(text: string, series: string): number | undefined {
 test('counters follow worker.stats, histograms and DLQ labels follow events', async () => {
   const w = new FakeWorker();
   const m = attachMetrics(w, { app: 'orders', processMetrics: false });
-  Object.assign(w.stats, { recordsConsumed: 120, recordsProduced: 130, transactionsCommitted: 3, transactionsAborted: 1, rebalances: 2, fencings: 1, tasks: 4, restoredRecords: 55 });
+  Object.assign(w.stats, { recordsConsumed: 120, recordsProduced: 130, transactionsCommitted: 3, transactionsAborted: 1, rebalances: 2, fencings: 1, tasks: 4, restoredRecords: 55, lateRecordsDropped: 6, duplicatesDropped: 7, staleVersionsDropped: 8 });
   w.send({ type: 'committed', records: 100, ms: 12 });
   w.send({ type: 'committed', records: 20, ms: 3 });
   w.send({ type: 'dead-lettered', stage: 'parse', code: 'DESERIALIZE_FAILED', topic: 'orders', partition: 0, offset: 7 });
@@ -28,6 +28,9 @@ test('counters follow worker.stats, histograms and DLQ labels follow events', as
   assert.equal(value(text, 'onceflow_fencing_events_total{app="orders"}'), 1);
   assert.equal(value(text, 'onceflow_restore_records_total{app="orders"}'), 55);
   assert.equal(value(text, 'onceflow_tasks_assigned{app="orders"}'), 4);
+  assert.equal(value(text, 'onceflow_late_records_dropped_total{app="orders"}'), 6);
+  assert.equal(value(text, 'onceflow_duplicates_dropped_total{app="orders"}'), 7);
+  assert.equal(value(text, 'onceflow_stale_versions_dropped_total{app="orders"}'), 8);
   assert.equal(value(text, 'onceflow_commit_latency_seconds_count{app="orders"}'), 2);
   assert.equal(value(text, 'onceflow_commit_latency_seconds_sum{app="orders"}'), 0.015);
   assert.equal(value(text, 'onceflow_records_per_transaction_sum{app="orders"}'), 120);
