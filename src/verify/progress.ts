@@ -32,9 +32,20 @@ export async function waitCaughtUp(opts: CaughtUpOptions): Promise<void> {
       opts.bootstrap,
       async (admin) => {
         const topics = [...opts.plainTopics, ...(opts.transactionalTopics ?? [])];
-        const partitions = (await Promise.all(topics.map(async (topic) => (await admin.fetchTopicOffsets(topic)).map((p) => ({ topic, partition: p.partition }))))).flat();
+        // Looked up until each topic exists: the workers create their repartition topics only once started.
+        const partitionsOf = new Map<string, { topic: string; partition: number }[]>();
         for (;;) {
-          const committed = await group.fetch(partitions).catch(() => []);
+          for (const topic of topics) {
+            if (partitionsOf.has(topic)) continue;
+            const ps = await admin.fetchTopicOffsets(topic).catch(() => undefined);
+            if (ps) partitionsOf.set(topic, ps.map((p) => ({ topic, partition: p.partition })));
+          }
+          if (partitionsOf.size < topics.length) {
+            if (Date.now() > deadline) throw new Error(`group ${opts.groupId} did not catch up in time: topics ${topics.filter((t) => !partitionsOf.has(t)).join(', ')} do not exist`);
+            await sleep(250);
+            continue;
+          }
+          const committed = await group.fetch([...partitionsOf.values()].flat()).catch(() => []);
           const at = new Map<string, number>();
           for (const o of committed) at.set(`${o.topic}/${o.partition}`, o.offset);
           let inputDone = true;
