@@ -94,6 +94,7 @@ export async function ensureTopics(admin: AdminClient, specs: readonly TopicSpec
   const existing = new Set(await listTopics(admin));
   const missing = specs.filter((s) => !existing.has(s.name));
   if (missing.length === 0) return;
+  let failure: unknown;
   try {
     await admin.createTopics({
       topics: missing.map((s) => ({
@@ -104,16 +105,20 @@ export async function ensureTopics(admin: AdminClient, specs: readonly TopicSpec
       })),
     });
   } catch (e) {
-    // Another replica may have created them between our list and create; its metadata can take a moment to show.
-    let still: string[] = [];
-    for (let attempt = 0; attempt < 20; attempt++) {
-      const now = new Set(await listTopics(admin));
-      still = missing.filter((s) => !now.has(s.name)).map((s) => s.name);
-      if (still.length === 0) return;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    throw new TopicError('TOPIC_CREATE_FAILED', `could not create topics ${still.join(', ')}: ${(e as Error).message}`, still);
+    // Another replica may have created them between our list and create.
+    failure = e;
   }
+  // Either way, return only once the metadata lists them: the caller's next client (a reader, a
+  // worker) asks at once, and a topic created a moment ago can still be missing from its answer.
+  let still: string[] = [];
+  for (let attempt = 0; attempt < 40; attempt++) {
+    const now = new Set(await listTopics(admin));
+    still = missing.filter((s) => !now.has(s.name)).map((s) => s.name);
+    if (still.length === 0) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const why = failure === undefined ? 'created, but still not listed after 10 s' : (failure as Error).message;
+  throw new TopicError('TOPIC_CREATE_FAILED', `could not create topics ${still.join(', ')}: ${why}`, still);
 }
 
 /** Partition count of each topic; throws naming every topic that does not exist. */
