@@ -31,7 +31,7 @@ export function describeKafkaError(e: unknown): string {
 
 export class WorkerError extends OnceflowError {
   constructor(
-    readonly code: 'DUPLICATE_INSTANCE_ID' | 'TRANSACTIONAL_ID_NOT_AUTHORIZED' | 'RETRY_BUDGET_EXCEEDS_TIMEOUT' | 'WORKER_FAILED',
+    readonly code: 'DUPLICATE_INSTANCE_ID' | 'TRANSACTIONAL_ID_NOT_AUTHORIZED' | 'RETRY_BUDGET_EXCEEDS_TIMEOUT' | 'RECORD_TOO_LARGE_FOR_TOPIC' | 'WORKER_FAILED',
     message: string,
     options?: { cause?: unknown },
   ) {

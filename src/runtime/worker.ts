@@ -24,7 +24,7 @@ import type { ChangelogOffset, PersistentTaskState } from '../state/lmdb-store.t
 import { parseWorkerConfig, transactionalId, type WorkerConfig, type WorkerConfigInput } from './config.ts';
 import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader } from './records.ts';
 import { formatCommitMetadata, parseCommitMetadata } from './commit-metadata.ts';
-import { maxRecordBytesFor } from './record-size.ts';
+import { DEFAULT_MESSAGE_MAX_BYTES, maxRecordBytesFor } from './record-size.ts';
 import { restoreTasks, type RestoreStart } from './restore.ts';
 import { classifyTxnError, describeKafkaError, isFencing, WorkerError } from './txn-errors.ts';
 import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
@@ -74,6 +74,9 @@ interface Tp {
   readonly partition: number;
 }
 const tpKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
+
+/** A refused batch is not a passing broker hiccup; a few tries only rule out a batch that happened to be assembled larger. */
+const MAX_SIZE_REFUSALS = 3;
 
 /** The input record whose lineage the records being sent carry, and their next sequence number. */
 interface Origin {
@@ -317,6 +320,8 @@ export class Worker extends EventEmitter {
   }
   private loopEnded = false;
   private transientFailures = 0;
+  /** Transactions in a row the broker refused for a record batch over a topic's max.message.bytes. */
+  private sizeRefusals = 0;
 
   private handleRebalancesNow(): void {
     // During close there is no open transaction: hand partitions back at once so close does not hang.
@@ -623,6 +628,7 @@ export class Worker extends EventEmitter {
       this.countDrops(t);
     }
     this.lastTransactionCommitted = true;
+    this.sizeRefusals = 0;
     this.txnOpen = false;
     this.stats.transactionsCommitted++;
     this.stats.lastCommitAt = Date.now();
@@ -738,6 +744,7 @@ export class Worker extends EventEmitter {
     const reason = describeKafkaError(e);
     if (kind === 'abortable') {
       await this.abort(`transaction aborted: ${reason}`);
+      this.failIfTopicRefusesRecordSize(e);
       return;
     }
     if (kind === 'fatal' || isFencing(e)) {
@@ -753,6 +760,26 @@ export class Worker extends EventEmitter {
     // by reading the committed offsets back, never assumed.
     await this.replaceProducer(reason);
     await this.resolveAmbiguousCommit();
+  }
+
+  /**
+   * The broker measures a record batch against the topic's own max.message.bytes, which librdkafka
+   * does not know and cannot split for: the same batch is refused on every replay, so the worker
+   * would abort forever. After a few refusals in a row it stops with the topic named and nothing of
+   * the refused transactions committed.
+   */
+  private failIfTopicRefusesRecordSize(e: unknown): void {
+    if (!isKafkaError(e) || e.code !== ERR.ERR_MSG_SIZE_TOO_LARGE) {
+      this.sizeRefusals = 0;
+      return;
+    }
+    if (++this.sizeRefusals < MAX_SIZE_REFUSALS) return;
+    const topic = /ProduceRequest for (\S+) \[/.exec(e.message)?.[1];
+    throw new WorkerError(
+      'RECORD_TOO_LARGE_FOR_TOPIC',
+      `the broker refused ${this.sizeRefusals} transactions in a row: a record batch for ${topic === undefined ? 'an output topic' : `topic ${topic}`} is over that topic's max.message.bytes, which is below the producer's (${this.config.kafka['message.max.bytes'] ?? DEFAULT_MESSAGE_MAX_BYTES}). Nothing of them was committed. Set kafka.message.max.bytes and kafka.batch.size at or below the topic's max.message.bytes (larger records are then dead-lettered as RECORD_TOO_LARGE), or raise the topic's limit`,
+      { cause: e },
+    );
   }
 
   private async replaceProducer(reason: string): Promise<void> {

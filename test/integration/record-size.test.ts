@@ -5,50 +5,80 @@ import { compile } from '../../src/graph/index.ts';
 import { connectProducer, disconnect, flush } from '../../src/kafka/clients.ts';
 import { readTopic } from '../../src/kafka/read-topic.ts';
 import { Worker } from '../../src/runtime/worker.ts';
+import { WorkerError } from '../../src/runtime/txn-errors.ts';
 import { stringSerde } from '../../src/serdes/index.ts';
 import { waitCaughtUp } from '../../src/verify/progress.ts';
 import { createTopics, testCluster, uniqueName } from '../support/cluster.ts';
 
-// librdkafka refuses a record over message.max.bytes inside produce(); before the size check that
-// failed the transaction on every replay, and the partition never moved again.
-test('an output over the producer message.max.bytes is dead-lettered with its input, and the partition goes on', async () => {
+/** Inputs a, inflate, b; `inflate` maps to a value of `inflatedBytes`, the others to upper case. */
+async function sizeScenario(prefix: string, inflatedBytes: number, outputConfig?: Record<string, string>) {
   const { bootstrap } = testCluster();
-  const input = uniqueName('sizes-in');
-  const output = uniqueName('sizes-out');
-  const appId = uniqueName('sizes-app');
+  const input = uniqueName(`${prefix}-in`);
+  const output = uniqueName(`${prefix}-out`);
+  const appId = uniqueName(`${prefix}-app`);
   const app = new TopologyBuilder({ appId });
   app
     .stream(input, { key: stringSerde, value: stringSerde })
-    .mapValues((v) => (v === 'inflate' ? 'x'.repeat(30_000) : (v ?? '').toUpperCase()))
+    .mapValues((v) => (v === 'inflate' ? 'x'.repeat(inflatedBytes) : (v ?? '').toUpperCase()))
     .to(output, { key: stringSerde, value: stringSerde });
   const topology = compile(app);
   const dlq = topology.topics.find((t) => t.kind === 'dead-letter')?.name;
   assert.ok(dlq);
   await createTopics(bootstrap, [
     { name: input, partitions: 1 },
-    { name: output, partitions: 1 },
+    { name: output, partitions: 1, ...(outputConfig ? { config: outputConfig } : {}) },
     { name: dlq, partitions: 1 },
   ]);
   const producer = await connectProducer({ 'bootstrap.servers': bootstrap });
   for (const v of ['a', 'inflate', 'b']) producer.produce(input, 0, Buffer.from(v), 'k');
   await flush(producer, 30_000);
   await disconnect(producer);
+  return { bootstrap, input, output, appId, topology, dlq };
+}
 
-  const worker = new Worker(topology, { bootstrap, appId, instanceId: 'only', kafka: { 'message.max.bytes': 20_000 } });
+/** Runs a worker until the input is consumed, then checks that only `inflate` was dead-lettered. */
+async function runAndExpectInflateDeadLettered(s: Awaited<ReturnType<typeof sizeScenario>>, kafka: Record<string, number>): Promise<Worker> {
+  const worker = new Worker(s.topology, { bootstrap: s.bootstrap, appId: s.appId, instanceId: 'only', kafka });
   await worker.start();
   try {
-    await waitCaughtUp({ bootstrap, groupId: appId, plainTopics: [input], timeoutMs: 120_000 });
+    await waitCaughtUp({ bootstrap: s.bootstrap, groupId: s.appId, plainTopics: [s.input], timeoutMs: 120_000 });
   } finally {
     await worker.stop();
   }
-  const out = await readTopic(bootstrap, output);
   assert.deepEqual(
-    out.map((r) => r.value?.toString()),
+    (await readTopic(s.bootstrap, s.output)).map((r) => r.value?.toString()),
     ['A', 'B'],
   );
-  const dead = await readTopic(bootstrap, dlq);
+  const dead = await readTopic(s.bootstrap, s.dlq);
   assert.equal(dead.length, 1);
   assert.equal(dead[0]?.value?.toString(), 'inflate');
   assert.equal(dead[0]?.headers.find((h) => h.key === 'onceflow.error.code')?.value.toString(), 'RECORD_TOO_LARGE');
+  return worker;
+}
+
+// librdkafka refuses a record over message.max.bytes inside produce(); before the size check that
+// failed the transaction on every replay, and the partition never moved again.
+test('an output over the producer message.max.bytes is dead-lettered with its input, and the partition goes on', async () => {
+  const scenario = await sizeScenario('sizes', 30_000);
+  const worker = await runAndExpectInflateDeadLettered(scenario, { 'message.max.bytes': 20_000 });
   assert.equal(worker.stats.transactionsAborted, 0, 'no transaction had to be aborted');
+});
+
+// The topic's own max.message.bytes is below the producer's: librdkafka lets the record through and
+// the broker refuses its batch in every replay. The worker must stop with the topic named, commit
+// nothing, and a worker configured as the error advises must then move the partition on.
+test('an output topic whose max.message.bytes is below the producer limit stops the worker with the topic named, and the advised config dead-letters the record', { timeout: 180_000 }, async () => {
+  const scenario = await sizeScenario('topic-size', 10_000, { 'max.message.bytes': '5000' });
+  const refused = new Worker(scenario.topology, { bootstrap: scenario.bootstrap, appId: scenario.appId, instanceId: 'only' });
+  await refused.start();
+  await assert.rejects(refused.done(), (e: unknown) => {
+    assert.ok(e instanceof WorkerError, String(e));
+    assert.equal(e.code, 'RECORD_TOO_LARGE_FOR_TOPIC');
+    assert.ok(e.message.includes(`topic ${scenario.output}`), e.message);
+    assert.match(e.message, /kafka\.message\.max\.bytes and kafka\.batch\.size/);
+    return true;
+  });
+  assert.equal(refused.stats.transactionsCommitted, 0);
+  assert.deepEqual(await readTopic(scenario.bootstrap, scenario.output), [], 'nothing of the refused transactions is visible');
+  await runAndExpectInflateDeadLettered(scenario, { 'message.max.bytes': 5000, 'batch.size': 4000 });
 });
