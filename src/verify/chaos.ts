@@ -145,6 +145,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
 
     const killPhases: Record<string, number> = { random: 0, ...Object.fromEntries(CHAOS_PHASES.map((p) => [p, 0])) };
     const events: { at: number; run: () => Promise<void> }[] = [];
+    // Kills are drawn at random times, so they are numbered as they happen, not as they were drawn.
+    let killsDone = 0;
     for (let k = 0; k < opts.kills; k++) {
       events.push({
         at: rand() * feedMs,
@@ -158,7 +160,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
           w.kill('SIGKILL');
           await w.exit();
           killPhases.random = (killPhases.random ?? 0) + 1;
-          log(`kill ${k + 1}/${opts.kills}: SIGKILL ${victim}${phase ? `, restarted to die again at ${phase}` : ''}`);
+          log(`kill ${++killsDone}/${opts.kills}: SIGKILL ${victim}${phase ? `, restarted to die again at ${phase}` : ''}`);
           let next = spawnWorker(victim, phase ? { ONCEFLOW_CHAOS_KILL_AT: `${phase}:${1 + Math.floor(rand() * 5)}` } : {});
           live.set(victim, next);
           if (phase) {
