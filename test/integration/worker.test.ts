@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ensureTopics, withAdmin } from '../../src/kafka/admin.ts';
+import { GroupOffsets } from '../../src/kafka/group-offsets.ts';
 import { TestRun } from '../support/runs.ts';
 
 const runs: TestRun[] = [];
@@ -104,5 +106,31 @@ describe('the exactly-once worker', () => {
     assert.match(stderr, /TOPIC_MISSING/);
     assert.ok(stderr.includes(run.input), `names ${run.input}: ${stderr}`);
     assert.ok(!/\n\s+at /.test(stderr), 'no stack trace');
+  });
+
+  // Without the check the worker consumed its input and then aborted every ~10 s, the produce to the
+  // missing topic timing out inside each transaction.
+  test('a missing output topic is a clear error naming it, and the input stays unconsumed', async () => {
+    const run = newRun('orders', 1);
+    await withAdmin(run.bootstrap, (a) => ensureTopics(a, [{ name: run.input, partitions: 1 }]));
+    await run.produce(100, 3);
+    const w = run.startWorker('a');
+    const exit = await w.exit();
+    assert.notEqual(exit.code, 0);
+    const stderr = w.stderr.join('\n');
+    assert.match(stderr, /TOPIC_MISSING/);
+    assert.match(stderr, /output topic missing/);
+    assert.ok(stderr.includes(run.output), `names ${run.output}: ${stderr}`);
+    assert.ok(!stderr.includes(run.input), `does not blame the input ${run.input}: ${stderr}`);
+    const offsets = new GroupOffsets(run.bootstrap, run.appId);
+    try {
+      assert.deepEqual(
+        (await offsets.fetch([{ topic: run.input, partition: 0 }])).map((o) => o.offset),
+        [-1],
+        'nothing of the input was committed',
+      );
+    } finally {
+      await offsets.close();
+    }
   });
 });
