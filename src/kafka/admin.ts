@@ -121,19 +121,30 @@ export async function ensureTopics(admin: AdminClient, specs: readonly TopicSpec
   throw new TopicError('TOPIC_CREATE_FAILED', `could not create topics ${still.join(', ')}: ${why}`, still);
 }
 
-/** Throws naming every topic that does not exist; `role` says which part of the application needs them. */
-export async function requireTopics(admin: AdminClient, topics: readonly string[], role: 'source' | 'output'): Promise<void> {
-  if (topics.length === 0) return;
+/**
+ * Throws naming every missing topic of the first role that has one (sources before outputs); one
+ * listing serves every role.
+ */
+export async function requireTopics(admin: AdminClient, needed: Readonly<Partial<Record<'source' | 'output', readonly string[]>>>): Promise<void> {
+  const roles = (['source', 'output'] as const).filter((role) => (needed[role]?.length ?? 0) > 0);
+  if (roles.length === 0) return;
   const existing = new Set(await listTopics(admin));
-  const missing = topics.filter((t) => !existing.has(t));
-  if (missing.length > 0) {
-    throw new TopicError('TOPIC_MISSING', `${role} topic${missing.length > 1 ? 's' : ''} missing: ${missing.join(', ')} (create ${missing.length > 1 ? 'them' : 'it'} before starting the application)`, missing);
+  for (const role of roles) {
+    const missing = (needed[role] ?? []).filter((t) => !existing.has(t));
+    if (missing.length > 0) {
+      throw new TopicError('TOPIC_MISSING', `${role} topic${missing.length > 1 ? 's' : ''} missing: ${missing.join(', ')} (create ${missing.length > 1 ? 'them' : 'it'} before starting the application)`, missing);
+    }
   }
+}
+
+/** Partition count of each topic, which must exist (see requireTopics). */
+export async function fetchPartitionCounts(admin: AdminClient, topics: readonly string[]): Promise<Map<string, number>> {
+  const meta = await admin.fetchTopicMetadata({ topics: [...topics] });
+  return new Map(meta.map((m) => [m.name, m.partitions.length]));
 }
 
 /** Partition count of each topic; throws naming every topic that does not exist. */
 export async function partitionCounts(admin: AdminClient, topics: readonly string[]): Promise<Map<string, number>> {
-  await requireTopics(admin, topics, 'source');
-  const meta = await admin.fetchTopicMetadata({ topics: [...topics] });
-  return new Map(meta.map((m) => [m.name, m.partitions.length]));
+  await requireTopics(admin, { source: topics });
+  return fetchPartitionCounts(admin, topics);
 }

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KafkaConsumer, LibrdKafkaError, Message, Producer, TopicPartitionOffset } from '@confluentinc/kafka-javascript';
-import { ensureTopics, partitionCounts, requireTopics, withAdmin, type TopicSpec } from '../kafka/admin.ts';
+import { ensureTopics, fetchPartitionCounts, requireTopics, withAdmin, type TopicSpec } from '../kafka/admin.ts';
 import {
   abortTransaction,
   beginTransaction,
@@ -248,11 +248,11 @@ export class Worker extends EventEmitter {
       this.config.bootstrap,
       async (admin) => {
         const userSources = this.topology.topics.filter((t) => t.kind === 'source' && !t.internal).map((t) => t.name);
-        const counts = await partitionCounts(admin, userSources);
         // With auto-creation off (the broker default in production) a produce to a missing topic only
         // times out inside the transaction, which then aborts on every replay: say so at start instead.
         const userOutputs = this.topology.topics.filter((t) => (t.kind === 'sink' || t.kind === 'dead-letter') && !t.internal).map((t) => t.name);
-        await requireTopics(admin, userOutputs, 'output');
+        await requireTopics(admin, { source: userSources, output: userOutputs });
+        const counts = await fetchPartitionCounts(admin, userSources);
         const internal = this.topology.resolvePartitions(counts).topics.filter((t) => t.internal);
         const specs: TopicSpec[] = internal.map((t) => ({ name: t.name, partitions: t.partitions ?? 1, compact: t.cleanupPolicy === 'compact' }));
         await ensureTopics(admin, specs);
