@@ -4,19 +4,14 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, 
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { OnceflowError } from '../errors.ts';
 import { projectRoot } from './paths.ts';
 import { pingBroker, type ClientOptions } from './admin.ts';
+import { LocalClusterError } from './errors.ts';
+import { apicurioJar, kafkaClasspath } from './jars.ts';
 import { adminClientOptions, formatScramArgs, makeBrokerSecurity, secureListenerProperties, type BrokerSecurity, type SecureClusterInfo } from './security.ts';
 
-export class LocalClusterError extends OnceflowError {
-  constructor(
-    readonly code: 'JAVA_NOT_FOUND' | 'CACHE_MISSING' | 'PROCESS_EXITED' | 'START_TIMEOUT' | 'PORT_TAKEN' | 'NOT_RUNNING',
-    message: string,
-  ) {
-    super(message);
-  }
-}
+// Re-exported: callers of the cluster functions catch it from here; it lives apart so that jars.ts can throw it too.
+export { LocalClusterError };
 
 /** What `dev up` leaves behind for the other commands and the tests to find. */
 export interface LocalClusterInfo {
@@ -46,7 +41,6 @@ export interface StartOptions {
   readonly log?: (line: string) => void;
 }
 
-const cacheDir = (): string => process.env.ONCEFLOW_CACHE ?? join(projectRoot(), '.cache');
 export const defaultClusterDir = (): string => process.env.ONCEFLOW_HOME ?? join(projectRoot(), '.onceflow');
 const infoFile = (dir: string): string => join(dir, 'dev.json');
 
@@ -77,14 +71,6 @@ function assertJava(): void {
   }
 }
 
-export function kafkaClasspath(): string {
-  const libs = join(cacheDir(), 'kafka', 'libs');
-  if (!existsSync(libs)) {
-    throw new LocalClusterError('CACHE_MISSING', `Kafka jars are missing under ${libs}: run \`npm run setup\` first`);
-  }
-  return `${libs}/*`;
-}
-
 /** Apicurio 3.3 is built for Java 21+: pick such a JVM (the machine's default may be 17). */
 export function registryJava(): string {
   const explicit = process.env.ONCEFLOW_REGISTRY_JAVA;
@@ -104,14 +90,6 @@ export function registryJava(): string {
     throw new LocalClusterError('JAVA_NOT_FOUND', 'the schema registry (Apicurio 3.3) needs Java 21 or newer; none was found under /usr/lib/jvm (set ONCEFLOW_REGISTRY_JAVA to its java binary)');
   }
   return best.bin;
-}
-
-function apicurioJar(): string {
-  const jar = join(cacheDir(), 'apicurio', 'quarkus-run.jar');
-  if (!existsSync(jar)) {
-    throw new LocalClusterError('CACHE_MISSING', `Apicurio Registry is missing at ${jar}: run \`npm run setup\` first`);
-  }
-  return jar;
 }
 
 function tail(file: string, lines = 30): string {

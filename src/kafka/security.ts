@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { OnceflowError } from '../errors.ts';
 import type { AclEntry } from './acls.ts';
 import type { ClientOptions } from './admin.ts';
-import { kafkaClasspath } from './local-cluster.ts';
+import { kafkaClasspath } from './jars.ts';
 
 export class SecuritySetupError extends OnceflowError {
   constructor(
