@@ -1,5 +1,5 @@
 import { pino, type Logger } from 'pino';
-import type { WorkerEvent } from '../runtime/worker.ts';
+import type { WorkerEvent } from '../runtime/worker-events.ts';
 import { redactDeep, scrub, secretValues } from './redact.ts';
 import type { ObservedWorker } from './worker-view.ts';
 

@@ -1,5 +1,8 @@
 import type { WorkerConfig } from '../runtime/config.ts';
-import type { WorkerEvent, WorkerStats } from '../runtime/worker.ts';
+import type { PartitionLag, TopicRecordCount, WorkerEvent, WorkerStats } from '../runtime/worker-events.ts';
+
+// Still exported from here: they are part of the view a worker gives observability.
+export type { PartitionLag, TopicRecordCount };
 
 /**
  * What observability needs of a worker. Structural, so metrics, health and logs can be attached to
@@ -17,18 +20,4 @@ export interface ObservedWorker {
   partitionLag?(): readonly PartitionLag[];
   /** Records consumed and produced per topic since start. */
   topicRecords?(): readonly TopicRecordCount[];
-}
-
-/** Lag of one source partition: end offset (read_committed) minus the committed offset. */
-export interface PartitionLag {
-  readonly topic: string;
-  readonly partition: number;
-  readonly lag: number;
-}
-
-/** Records per topic since start; consumed for source topics, produced for sinks and internal topics. */
-export interface TopicRecordCount {
-  readonly topic: string;
-  readonly consumed: number;
-  readonly produced: number;
 }

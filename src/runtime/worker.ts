@@ -28,7 +28,8 @@ import { DEFAULT_MESSAGE_MAX_BYTES, maxRecordBytesFor } from './record-size.ts';
 import { restoreTasks, type RestoreStart } from './restore.ts';
 import { classifyTxnError, describeKafkaError, isFencing, WorkerError } from './txn-errors.ts';
 import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
-import type { PartitionLag, TopicRecordCount } from '../observability/worker-view.ts';
+import type { PartitionLag, TopicRecordCount, WorkerEvent, WorkerStats } from './worker-events.ts';
+export type { WorkerEvent, WorkerStats } from './worker-events.ts';
 
 export const LINEAGE = {
   topic: 'onceflow.src.topic',
@@ -37,37 +38,6 @@ export const LINEAGE = {
   seq: 'onceflow.src.seq',
   txn: 'onceflow.txn.id',
 } as const;
-
-export interface WorkerStats {
-  recordsConsumed: number;
-  recordsProduced: number;
-  transactionsCommitted: number;
-  transactionsAborted: number;
-  rebalances: number;
-  fencings: number;
-  tasks: number;
-  restoredRecords: number;
-  deadLettered: number;
-  lastCommitAt: number;
-  /** Records a windowed aggregate dropped because every window they belong to had closed. */
-  lateRecordsDropped: number;
-  /** Records a dedupe stage dropped: their id was seen within its TTL. */
-  duplicatesDropped: number;
-  /** Records a version guard dropped: not newer than the stored version of their key. */
-  staleVersionsDropped: number;
-}
-
-export type WorkerEvent =
-  | { type: 'started'; transactionalId: string }
-  | { type: 'assigned'; partitions: string[] }
-  | { type: 'revoked'; partitions: string[]; lost: boolean }
-  /** fromCheckpoint: changelog partitions of persistent stores that resumed from a checkpoint instead of the start. */
-  | { type: 'restored'; records: number; ms: number; fromCheckpoint?: number }
-  | { type: 'committed'; records: number; ms: number }
-  | { type: 'aborted'; reason: string }
-  | { type: 'fenced'; reason: string }
-  | { type: 'dead-lettered'; stage: string; code: string; topic: string; partition: number; offset: number }
-  | { type: 'stopped' };
 
 interface Tp {
   readonly topic: string;

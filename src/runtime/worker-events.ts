@@ -1,0 +1,47 @@
+// What a worker reports, apart from worker.ts: observability reads these types, and the worker
+// depends on nothing of observability, so the arrow between them points one way only.
+
+export interface WorkerStats {
+  recordsConsumed: number;
+  recordsProduced: number;
+  transactionsCommitted: number;
+  transactionsAborted: number;
+  rebalances: number;
+  fencings: number;
+  tasks: number;
+  restoredRecords: number;
+  deadLettered: number;
+  lastCommitAt: number;
+  /** Records a windowed aggregate dropped because every window they belong to had closed. */
+  lateRecordsDropped: number;
+  /** Records a dedupe stage dropped: their id was seen within its TTL. */
+  duplicatesDropped: number;
+  /** Records a version guard dropped: not newer than the stored version of their key. */
+  staleVersionsDropped: number;
+}
+
+export type WorkerEvent =
+  | { type: 'started'; transactionalId: string }
+  | { type: 'assigned'; partitions: string[] }
+  | { type: 'revoked'; partitions: string[]; lost: boolean }
+  /** fromCheckpoint: changelog partitions of persistent stores that resumed from a checkpoint instead of the start. */
+  | { type: 'restored'; records: number; ms: number; fromCheckpoint?: number }
+  | { type: 'committed'; records: number; ms: number }
+  | { type: 'aborted'; reason: string }
+  | { type: 'fenced'; reason: string }
+  | { type: 'dead-lettered'; stage: string; code: string; topic: string; partition: number; offset: number }
+  | { type: 'stopped' };
+
+/** Lag of one source partition: end offset (read_committed) minus the committed offset. */
+export interface PartitionLag {
+  readonly topic: string;
+  readonly partition: number;
+  readonly lag: number;
+}
+
+/** Records per topic since start; consumed for source topics, produced for sinks and internal topics. */
+export interface TopicRecordCount {
+  readonly topic: string;
+  readonly consumed: number;
+  readonly produced: number;
+}
