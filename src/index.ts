@@ -6,7 +6,7 @@ export { TopologyTestDriver } from './testing/index.ts';
 export type { TestDriverOptions, PipeOptions, TestRecord, DeadLetter } from './testing/index.ts';
 export { Worker, LINEAGE, type WorkerEvent, type WorkerStats } from './runtime/worker.ts';
 export { parseWorkerConfig, ConfigError, type WorkerConfig, type WorkerConfigInput } from './runtime/config.ts';
-export { RetriableError, PermanentError } from './runtime/stage-errors.ts';
+export { RetriableError, PermanentError } from './core/stage-errors.ts';
 export { WorkerError } from './runtime/txn-errors.ts';
 export * as effects from './effects/index.ts';
 export { verify, formatReport, type ExpectationModel, type VerifyReport } from './verify/verify.ts';

@@ -1,4 +1,4 @@
-import type { IncomingRecord } from '../../src/runtime/records.ts';
+import type { IncomingRecord } from '../../src/core/records.ts';
 import { pipelines } from '../../src/verify/pipelines.ts';
 import { recordId, type ExpectationModel } from '../../src/verify/verify.ts';
 import { ordersInput, prng, type InputRecord } from '../../src/verify/orders-input.ts';

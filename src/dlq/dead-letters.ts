@@ -2,7 +2,7 @@ import { OnceflowError } from '../errors.ts';
 import { ensureTopics, withAdmin } from '../kafka/admin.ts';
 import { connectProducer, disconnect, flush, type RdConfig } from '../kafka/clients.ts';
 import { readTopic } from '../kafka/read-topic.ts';
-import type { IncomingRecord, RecordHeader } from '../runtime/records.ts';
+import type { IncomingRecord, RecordHeader } from '../core/records.ts';
 
 export class DeadLetterToolError extends OnceflowError {
   constructor(

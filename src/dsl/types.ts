@@ -3,12 +3,8 @@ import type { Serde } from '../serdes/serde.ts';
 /** A key/value pair as `map` and `flatMap` return it. */
 export type KeyValue<K, V> = readonly [key: K, value: V];
 
-/** The key of a windowed aggregate: the grouping key and the window bounds (end exclusive). */
-export interface Windowed<K> {
-  readonly key: K;
-  readonly start: number;
-  readonly end: number;
-}
+// Part of the DSL's API; defined in src/core because state/ encodes these keys too.
+export type { Windowed } from '../core/windowed.ts';
 
 /** Retry policy for stages that throw `RetriableError`. */
 export interface RetryPolicy {

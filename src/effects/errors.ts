@@ -1,5 +1,5 @@
 import { OnceflowError } from '../errors.ts';
-import { PermanentError, RetriableError } from '../runtime/stage-errors.ts';
+import { PermanentError, RetriableError } from '../core/stage-errors.ts';
 
 /**
  * Errors raised by effect implementations. They subclass the runtime's RetriableError /

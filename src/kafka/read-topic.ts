@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingRecord } from '../runtime/records.ts';
+import type { IncomingRecord } from '../core/records.ts';
 import { connectConsumer, consumeBatch, disconnect, headerPairs, watermarks } from './clients.ts';
 import { partitionCounts, withAdmin, type ClientOptions } from './admin.ts';
 

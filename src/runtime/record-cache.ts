@@ -1,4 +1,4 @@
-import type { IncomingRecord } from './records.ts';
+import type { IncomingRecord } from '../core/records.ts';
 import { endRecordWrites, type UndoEntry } from '../state/undo.ts';
 
 /** An aggregate result held back, with the input record that last changed it (its lineage and headers). */

@@ -3,15 +3,15 @@ import type { Serde, SerdeContext } from '../serdes/serde.ts';
 import type { StageSpec } from '../dsl/nodes.ts';
 import type { EffectContext, RetryPolicy, WindowSpec, Windowed } from '../dsl/types.ts';
 import type { CompiledNode, CompiledStore } from '../graph/types.ts';
-import type { IncomingRecord, OutgoingRecord, RecordHeader } from './records.ts';
+import type { IncomingRecord, OutgoingRecord, RecordHeader } from '../core/records.ts';
 import type { TransactionalStore } from '../state/transactional.ts';
 import { DeadlineHeap } from '../state/heap.ts';
 import { mapKey } from '../state/store.ts';
 import { RecordCache, type CachedResult } from './record-cache.ts';
 import { splitWindowStoreKey, windowStartsFor, windowStoreKey } from '../state/windowed.ts';
-import { PermanentError, RetriableError } from './stage-errors.ts';
+import { PermanentError, RetriableError } from '../core/stage-errors.ts';
 import { AsyncStageResultError, StageFailure } from './task-errors.ts';
-import { checkRecordSize } from './record-size.ts';
+import { checkRecordSize } from '../core/record-size.ts';
 
 /** void on the synchronous fast path; a Promise only when something async is involved. */
 export type Step = void | Promise<void>;
@@ -37,7 +37,7 @@ export interface TaskEnvironment {
   readonly random: () => number;
   /** Keys each key-value aggregate holds back until the commit (0: every update goes downstream). */
   readonly cacheMaxRecords: number;
-  /** Largest key + value + headers of one produced record (see record-size.ts). */
+  /** Largest key + value + headers of one produced record (see core/record-size.ts). */
   readonly maxRecordBytes: number;
 }
 

@@ -1,6 +1,6 @@
 import type { CompiledTopology } from '../graph/compiled.ts';
 import type { CompiledStore, CompiledSubtopology } from '../graph/types.ts';
-import type { CommitCollector, IncomingRecord, RecordCollector } from './records.ts';
+import type { CommitCollector, IncomingRecord, RecordCollector } from '../core/records.ts';
 import { inMemoryStoreFactory, type StoreFactory } from '../state/store.ts';
 import { TransactionalStore } from '../state/transactional.ts';
 import { windowStoreKey, splitWindowStoreKey } from '../state/windowed.ts';
@@ -8,7 +8,7 @@ import type { Windowed } from '../dsl/types.ts';
 import { createRtNode, TaskContext, type AggregateNode, type RtNode, type SourceNode, type Step, type TaskMetrics } from './task-nodes.ts';
 import type { CachedResult } from './record-cache.ts';
 import { StageFailure, TaskBusyError, UnknownSourceTopicError, UnknownStoreError } from './task-errors.ts';
-import { maxRecordBytesFor } from './record-size.ts';
+import { maxRecordBytesFor } from '../core/record-size.ts';
 
 export type { Step, TaskMetrics } from './task-nodes.ts';
 

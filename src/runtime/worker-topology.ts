@@ -1,5 +1,5 @@
 import type { Serde, SerdeContext } from '../serdes/serde.ts';
-import type { CommitCollector, IncomingRecord, RecordCollector } from './records.ts';
+import type { CommitCollector, IncomingRecord, RecordCollector } from '../core/records.ts';
 import type { StoreFactory } from '../state/store.ts';
 import type { TaskMetrics } from './task-nodes.ts';
 

@@ -1,7 +1,7 @@
-import type { OutgoingRecord } from '../runtime/records.ts';
+import type { OutgoingRecord } from '../core/records.ts';
 import { mapKey, type KeyValueStore } from './store.ts';
 import { endRecordWrites, type UndoEntry } from './undo.ts';
-import { checkRecordSize } from '../runtime/record-size.ts';
+import { checkRecordSize } from '../core/record-size.ts';
 
 const NO_HEADERS: readonly [] = [];
 

@@ -1,5 +1,5 @@
 import type { Serde, SerdeContext } from '../serdes/serde.ts';
-import type { Windowed } from '../dsl/types.ts';
+import type { Windowed } from '../core/windowed.ts';
 
 /**
  * Byte layouts of windowed keys.

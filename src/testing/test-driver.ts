@@ -3,7 +3,7 @@ import type { Serde, SerdeContext } from '../serdes/serde.ts';
 import type { TopologyBuilder } from '../dsl/builder.ts';
 import { compile } from '../graph/compile.ts';
 import type { CompiledTopology } from '../graph/compiled.ts';
-import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordHeader } from '../runtime/records.ts';
+import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordHeader } from '../core/records.ts';
 import type { Step, Task, TaskMetrics, TaskOptions } from '../runtime/task.ts';
 import { partitionFor } from './partitioner.ts';
 

@@ -1,6 +1,6 @@
 import type { Order } from '../../processors/orders.ts';
 import { orderSerde } from '../../topology/orders.ts';
-import type { IncomingRecord } from '../runtime/records.ts';
+import type { IncomingRecord } from '../core/records.ts';
 import type { InputRecord } from './orders-input.ts';
 import type { ExpectationModel } from './verify.ts';
 

@@ -1,4 +1,4 @@
-import type { IncomingRecord } from '../runtime/records.ts';
+import type { IncomingRecord } from '../core/records.ts';
 import { ordersInput, prng, type InputRecord } from './orders-input.ts';
 import { recordId, type ExpectationModel } from './verify.ts';
 

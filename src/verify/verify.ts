@@ -1,4 +1,4 @@
-import type { IncomingRecord } from '../runtime/records.ts';
+import type { IncomingRecord } from '../core/records.ts';
 import { readTopic } from '../kafka/read-topic.ts';
 
 /** Header names the worker stamps on every record it produces (see src/runtime/worker.ts LINEAGE). */

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, test } from 'node:test';
 import { EffectPermanentError, EffectRetriableError } from '../../src/effects/errors.ts';
 import { backoffMs, DEFAULT_HTTP_RETRY, httpEffect } from '../../src/effects/http.ts';
-import { PermanentError, RetriableError } from '../../src/runtime/stage-errors.ts';
+import { PermanentError, RetriableError } from '../../src/core/stage-errors.ts';
 
 /**
  * A payment-like endpoint that dedupes on Idempotency-Key: the first request with a key applies

@@ -3,7 +3,7 @@ import { after, test } from 'node:test';
 import pg from 'pg';
 import { EffectConfigError, EffectPermanentError, EffectRetriableError, classifyPgError } from '../../src/effects/errors.ts';
 import { Inbox, naive, upsert, versionGuard } from '../../src/effects/postgres-sink.ts';
-import { PermanentError, RetriableError } from '../../src/runtime/stage-errors.ts';
+import { PermanentError, RetriableError } from '../../src/core/stage-errors.ts';
 import { pool, withSchema } from './pg.ts';
 
 const db = pool();

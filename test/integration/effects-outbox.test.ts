@@ -3,7 +3,7 @@ import { after, test } from 'node:test';
 import { Command } from 'commander';
 import { registerOutbox } from '../../src/cli/outbox.ts';
 import { createOutboxTable, EVENT_ID_HEADER, OutboxRelay, pendingCount, writeWithOutbox, type OutboxEvent } from '../../src/effects/outbox-relay.ts';
-import type { IncomingRecord } from '../../src/runtime/records.ts';
+import type { IncomingRecord } from '../../src/core/records.ts';
 import { readTopic } from '../../src/kafka/read-topic.ts';
 import { createTopics, testCluster, uniqueName } from '../support/cluster.ts';
 import { PG_URL, pool, withSchema } from '../effects/pg.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { connectProducer, disconnect, flush } from '../../src/kafka/clients.ts';
 import { readTopic } from '../../src/kafka/read-topic.ts';
-import type { IncomingRecord } from '../../src/runtime/records.ts';
+import type { IncomingRecord } from '../../src/core/records.ts';
 import { ordersInput } from '../../src/verify/orders-input.ts';
 import { pipelines } from '../../src/verify/pipelines.ts';
 import { orderSerde } from '../../topology/orders.ts';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { TopologyBuilder } from '../../src/dsl/builder.ts';
 import { compile } from '../../src/graph/compile.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
-import type { CommitCollector, IncomingRecord, OutgoingRecord } from '../../src/runtime/records.ts';
+import type { CommitCollector, IncomingRecord, OutgoingRecord } from '../../src/core/records.ts';
 import { TopologyTestDriver } from '../../src/testing/test-driver.ts';
 import { wordCountTopology } from '../../topology/word-count.ts';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { TopologyBuilder } from '../../src/dsl/builder.ts';
-import { maxRecordBytesFor } from '../../src/runtime/record-size.ts';
+import { maxRecordBytesFor } from '../../src/core/record-size.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 import { TopologyTestDriver } from '../../src/testing/test-driver.ts';
 

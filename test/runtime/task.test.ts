@@ -4,8 +4,8 @@ import { TopologyBuilder } from '../../src/dsl/builder.ts';
 import { compile } from '../../src/graph/compile.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 import type { Serde } from '../../src/serdes/serde.ts';
-import type { IncomingRecord, OutgoingRecord } from '../../src/runtime/records.ts';
-import { PermanentError, RetriableError } from '../../src/runtime/stage-errors.ts';
+import type { IncomingRecord, OutgoingRecord } from '../../src/core/records.ts';
+import { PermanentError, RetriableError } from '../../src/core/stage-errors.ts';
 import { TopologyTestDriver } from '../../src/testing/test-driver.ts';
 
 const noSleep = () => Promise.resolve();

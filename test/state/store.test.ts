@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { InMemoryKeyValueStore } from '../../src/state/store.ts';
 import { TransactionalStore } from '../../src/state/transactional.ts';
 import { DeadlineHeap } from '../../src/state/heap.ts';
-import type { OutgoingRecord } from '../../src/runtime/records.ts';
+import type { OutgoingRecord } from '../../src/core/records.ts';
 
 const b = (s: string) => Buffer.from(s);
 
