@@ -5,6 +5,7 @@ export * from './serdes/index.ts';
 export { TopologyTestDriver } from './testing/index.ts';
 export type { TestDriverOptions, PipeOptions, TestRecord, DeadLetter } from './testing/index.ts';
 export { Worker, LINEAGE, type WorkerEvent, type WorkerStats } from './runtime/worker.ts';
+export { runtimeTopology, type RuntimeTopology } from './runtime/worker-topology.ts';
 export { parseWorkerConfig, ConfigError, type WorkerConfig, type WorkerConfigInput } from './runtime/config.ts';
 export { RetriableError, PermanentError } from './core/stage-errors.ts';
 export { WorkerError } from './runtime/txn-errors.ts';

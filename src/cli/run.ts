@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { compile } from '../graph/compile.ts';
 import { loadTopology } from '../dsl/load.ts';
 import { Worker, type WorkerEvent } from '../runtime/worker.ts';
+import { runtimeTopology } from '../runtime/worker-topology.ts';
 import { attachLogging, createLogger, startObservability, type ObservabilityServer } from '../observability/index.ts';
 import { addConfigOptions, configFlagsFrom, type ConfigCommandOptions } from './config.ts';
 import { resolveRuntimeOptions, resolveWorkerConfigInput, type RuntimeFlags } from './config-sources.ts';
@@ -16,7 +17,7 @@ export async function workerForFile(file: string, opts: RunOptions, env: NodeJS.
   const builder = await loadTopology(file);
   const input = resolveWorkerConfigInput({ ...(opts.config ? { file: opts.config } : {}), env, flags: configFlagsFrom(opts) });
   const topology = compile(builder, input.appId ? { appId: input.appId } : {});
-  return new Worker(topology, input);
+  return new Worker(runtimeTopology(topology), input);
 }
 
 export function registerRun(program: Command): void {

@@ -1,8 +1,7 @@
 import type { Serde, SerdeContext } from '../serdes/serde.ts';
 import type { RetryPolicy } from '../dsl/types.ts';
-import { Task, type TaskOptions } from '../runtime/task.ts';
-import { MissingPartitionCountError, UnknownSubtopologyError } from './errors.ts';
-import type { CompiledNode, CompiledStore, CompiledSubtopology, PartitionPlan, SerdeUsage, TopicRequirement } from './types.ts';
+import { MissingPartitionCountError } from './errors.ts';
+import type { CompiledNode, CompiledStore, CompiledSubtopology, PartitionPlan, SerdeUsage, TaskPlan, TopicRequirement } from './types.ts';
 
 export interface CompiledTopologyInit {
   readonly appId: string;
@@ -22,7 +21,7 @@ export function baseBackoffMs(policy: RetryPolicy, attempt: number): number {
 }
 
 /** A validated, planned topology: what the worker runs and `describe` prints. Immutable. */
-export class CompiledTopology {
+export class CompiledTopology implements TaskPlan {
   readonly appId: string;
   readonly sourceFile: string | undefined;
   readonly deadLetterTopic: string;
@@ -157,12 +156,5 @@ export class CompiledTopology {
       }
     });
     return { topics, tasksPerSubtopology: tasks };
-  }
-
-  /** One task of sub-topology `subtopology` for `partition` of its input topics. */
-  createTask(subtopology: number, partition: number, opts: TaskOptions = {}): Task {
-    const sub = this.subtopologies[subtopology];
-    if (!sub) throw new UnknownSubtopologyError(subtopology, this.subtopologies.length);
-    return new Task(this, sub, partition, opts);
   }
 }

@@ -122,10 +122,3 @@ export class MissingPartitionCountError extends OnceflowError {
     super(`resolvePartitions needs the partition count of source topic ${JSON.stringify(topic)}`);
   }
 }
-
-export class UnknownSubtopologyError extends OnceflowError {
-  readonly code = 'UNKNOWN_SUBTOPOLOGY';
-  constructor(id: number, count: number) {
-    super(`sub-topology ${id} does not exist; this topology has sub-topologies 0..${count - 1}`);
-  }
-}

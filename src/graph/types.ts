@@ -61,6 +61,18 @@ export interface CompiledSubtopology {
   readonly stores: readonly string[];
 }
 
+/**
+ * What a runtime task reads of a compiled topology. The runtime builds its tasks from this plan
+ * (CompiledTopology is one) so that the compiler never depends on the engine that runs its output.
+ */
+export interface TaskPlan {
+  readonly deadLetterTopic: string;
+  readonly unknownErrors: 'permanent' | 'retriable';
+  readonly subtopologies: readonly CompiledSubtopology[];
+  readonly stores: ReadonlyMap<string, CompiledStore>;
+  retryPolicyFor(node: string): RetryPolicy;
+}
+
 export interface SerdeUsage {
   readonly serde: Serde<unknown>;
   readonly ctx: SerdeContext;

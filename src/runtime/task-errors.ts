@@ -39,6 +39,13 @@ export class UnknownSourceTopicError extends OnceflowError {
   }
 }
 
+export class UnknownSubtopologyError extends OnceflowError {
+  readonly code = 'UNKNOWN_SUBTOPOLOGY';
+  constructor(id: number, count: number) {
+    super(`sub-topology ${id} does not exist; this topology has sub-topologies 0..${count - 1}`);
+  }
+}
+
 export class UnknownStoreError extends OnceflowError {
   readonly code = 'UNKNOWN_STORE';
   constructor(task: string, store: string) {

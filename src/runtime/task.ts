@@ -1,5 +1,4 @@
-import type { CompiledTopology } from '../graph/compiled.ts';
-import type { CompiledStore, CompiledSubtopology } from '../graph/types.ts';
+import type { CompiledStore, CompiledSubtopology, TaskPlan } from '../graph/types.ts';
 import type { CommitCollector, IncomingRecord, RecordCollector } from '../core/records.ts';
 import { inMemoryStoreFactory, type StoreFactory } from '../state/store.ts';
 import { TransactionalStore } from '../state/transactional.ts';
@@ -7,7 +6,7 @@ import { windowStoreKey, splitWindowStoreKey } from '../state/windowed.ts';
 import type { Windowed } from '../dsl/types.ts';
 import { createRtNode, TaskContext, type AggregateNode, type RtNode, type SourceNode, type Step, type TaskMetrics } from './task-nodes.ts';
 import type { CachedResult } from './record-cache.ts';
-import { StageFailure, TaskBusyError, UnknownSourceTopicError, UnknownStoreError } from './task-errors.ts';
+import { StageFailure, TaskBusyError, UnknownSourceTopicError, UnknownStoreError, UnknownSubtopologyError } from './task-errors.ts';
 import { maxRecordBytesFor } from '../core/record-size.ts';
 
 export type { Step, TaskMetrics } from './task-nodes.ts';
@@ -60,15 +59,15 @@ export class Task {
   readonly #caching: readonly AggregateNode[];
   #committedStreamTime: number;
 
-  constructor(compiled: CompiledTopology, sub: CompiledSubtopology, partition: number, opts: TaskOptions = {}) {
+  constructor(plan: TaskPlan, sub: CompiledSubtopology, partition: number, opts: TaskOptions = {}) {
     this.id = `${sub.id}_${partition}`;
     this.subtopology = sub.id;
     this.partition = partition;
     this.inputTopics = sub.sourceTopics;
     this.#ctx = new TaskContext(partition, {
-      retryPolicyFor: (n) => compiled.retryPolicyFor(n),
-      unknownErrors: compiled.unknownErrors,
-      deadLetterTopic: compiled.deadLetterTopic,
+      retryPolicyFor: (n) => plan.retryPolicyFor(n),
+      unknownErrors: plan.unknownErrors,
+      deadLetterTopic: plan.deadLetterTopic,
       now: opts.now ?? Date.now,
       sleep: opts.sleep ?? realSleep,
       random: opts.random ?? Math.random,
@@ -80,7 +79,7 @@ export class Task {
 
     const factory = opts.storeFactory ?? inMemoryStoreFactory;
     for (const name of sub.stores) {
-      const spec = compiled.stores.get(name)!;
+      const spec = plan.stores.get(name)!;
       const committed = factory({ name, kind: spec.kind, subtopology: sub.id, partition });
       const store = new TransactionalStore(name, spec.changelogTopic, partition, committed, this.#ctx.env.maxRecordBytes);
       this.#stores.set(name, { store, spec });
@@ -336,4 +335,11 @@ export class Task {
     }
     return out;
   }
+}
+
+/** One task of sub-topology `subtopology` for `partition` of its input topics. */
+export function createTask(plan: TaskPlan, subtopology: number, partition: number, opts: TaskOptions = {}): Task {
+  const sub = plan.subtopologies[subtopology];
+  if (!sub) throw new UnknownSubtopologyError(subtopology, plan.subtopologies.length);
+  return new Task(plan, sub, partition, opts);
 }

@@ -1,11 +1,13 @@
 import type { Serde, SerdeContext } from '../serdes/serde.ts';
 import type { CommitCollector, IncomingRecord, RecordCollector } from '../core/records.ts';
 import type { StoreFactory } from '../state/store.ts';
+import type { TaskPlan } from '../graph/types.ts';
 import type { TaskMetrics } from './task-nodes.ts';
+import { createTask } from './task.ts';
 
 /**
- * What the worker needs of a compiled topology. The compiler (src/graph) produces it; keeping the
- * worker on this narrow view means the runtime never reaches into the DSL's node graph.
+ * What the worker needs of a compiled topology; `runtimeTopology` makes one of the compiler's output.
+ * Keeping the worker on this narrow view means the runtime never reaches into the DSL's node graph.
  */
 export interface RuntimeTopology {
   readonly appId: string;
@@ -41,4 +43,20 @@ export interface RuntimeTask {
   readonly metrics?: Readonly<Pick<TaskMetrics, 'lateRecordsDropped' | 'duplicatesDropped' | 'staleVersionsDropped'>>;
   /** Largest record timestamp seen (windows and TTLs run on it); tasks without time-based state may omit it. */
   readonly streamTime?: number;
+}
+
+/**
+ * A compiled topology as the worker runs it. The compiler (src/graph) plans tasks but cannot build
+ * them, since it does not import the runtime; here the runtime's tasks are attached to its plan.
+ */
+export function runtimeTopology(compiled: TaskPlan & Omit<RuntimeTopology, 'createTask'>): RuntimeTopology {
+  return {
+    appId: compiled.appId,
+    subtopologies: compiled.subtopologies,
+    topics: compiled.topics,
+    serdeUsages: () => compiled.serdeUsages(),
+    resolvePartitions: (sourcePartitions) => compiled.resolvePartitions(sourcePartitions),
+    totalRetryBudgetMs: () => compiled.totalRetryBudgetMs(),
+    createTask: (subtopologyId, partition, opts) => createTask(compiled, subtopologyId, partition, opts),
+  };
 }

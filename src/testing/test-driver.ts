@@ -4,7 +4,7 @@ import type { TopologyBuilder } from '../dsl/builder.ts';
 import { compile } from '../graph/compile.ts';
 import type { CompiledTopology } from '../graph/compiled.ts';
 import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordHeader } from '../core/records.ts';
-import type { Step, Task, TaskMetrics, TaskOptions } from '../runtime/task.ts';
+import { createTask, type Step, type Task, type TaskMetrics, type TaskOptions } from '../runtime/task.ts';
 import { partitionFor } from './partitioner.ts';
 
 export class UnknownTestTopicError extends OnceflowError {
@@ -114,7 +114,7 @@ function headersToObject(hs: readonly RecordHeader[]): Record<string, string> {
 
 /**
  * Runs a topology without a broker, on the same engine as the worker: one Task per (sub-topology,
- * partition) from `compiled.createTask`, records through `task.process`. Every topic is an in-memory
+ * partition) from `createTask(compiled, ...)`, records through `task.process`. Every topic is an in-memory
  * log; records become visible (to outputs and to downstream sub-topologies, as with read_committed)
  * when their transaction commits, by default after each piped record.
  */
@@ -164,7 +164,7 @@ export class TopologyTestDriver {
     const id = `${sub}_${partition}`;
     let t = this.#tasks.get(id);
     if (!t) {
-      t = this.compiled.createTask(sub, partition, this.#taskOpts);
+      t = createTask(this.compiled, sub, partition, this.#taskOpts);
       this.#tasks.set(id, t);
     }
     return t;

@@ -5,6 +5,7 @@ import { compile } from '../../src/graph/index.ts';
 import { connectProducer, disconnect, flush } from '../../src/kafka/clients.ts';
 import { readTopic } from '../../src/kafka/read-topic.ts';
 import { Worker } from '../../src/runtime/worker.ts';
+import { runtimeTopology } from '../../src/runtime/worker-topology.ts';
 import { WorkerError } from '../../src/runtime/txn-errors.ts';
 import { stringSerde } from '../../src/serdes/index.ts';
 import { waitCaughtUp } from '../../src/verify/progress.ts';
@@ -38,7 +39,7 @@ async function sizeScenario(prefix: string, inflatedBytes: number, outputConfig?
 
 /** Runs a worker until the input is consumed, then checks that only `inflate` was dead-lettered. */
 async function runAndExpectInflateDeadLettered(s: Awaited<ReturnType<typeof sizeScenario>>, kafka: Record<string, number>): Promise<Worker> {
-  const worker = new Worker(s.topology, { bootstrap: s.bootstrap, appId: s.appId, instanceId: 'only', kafka });
+  const worker = new Worker(runtimeTopology(s.topology), { bootstrap: s.bootstrap, appId: s.appId, instanceId: 'only', kafka });
   await worker.start();
   try {
     await waitCaughtUp({ bootstrap: s.bootstrap, groupId: s.appId, plainTopics: [s.input], timeoutMs: 120_000 });
@@ -69,7 +70,7 @@ test('an output over the producer message.max.bytes is dead-lettered with its in
 // nothing, and a worker configured as the error advises must then move the partition on.
 test('an output topic whose max.message.bytes is below the producer limit stops the worker with the topic named, and the advised config dead-letters the record', { timeout: 180_000 }, async () => {
   const scenario = await sizeScenario('topic-size', 10_000, { 'max.message.bytes': '5000' });
-  const refused = new Worker(scenario.topology, { bootstrap: scenario.bootstrap, appId: scenario.appId, instanceId: 'only' });
+  const refused = new Worker(runtimeTopology(scenario.topology), { bootstrap: scenario.bootstrap, appId: scenario.appId, instanceId: 'only' });
   await refused.start();
   await assert.rejects(refused.done(), (e: unknown) => {
     assert.ok(e instanceof WorkerError, String(e));

@@ -7,6 +7,7 @@ import { compile } from '../../src/graph/index.ts';
 import { connectProducer, disconnect, flush } from '../../src/kafka/clients.ts';
 import { readTopic } from '../../src/kafka/read-topic.ts';
 import { Worker } from '../../src/runtime/worker.ts';
+import { runtimeTopology } from '../../src/runtime/worker-topology.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 import { windowedSerde } from '../../src/state/windowed.ts';
 import { waitCaughtUp } from '../../src/verify/progress.ts';
@@ -110,7 +111,7 @@ test('tumbling and hopping windows on the real broker equal a recomputation from
   };
   let lateCounted = 0;
   const runUntilCaughtUp = async (instanceId: string) => {
-    const worker = new Worker(topology, { bootstrap, appId, instanceId, guarantee: 'exactly_once' });
+    const worker = new Worker(runtimeTopology(topology), { bootstrap, appId, instanceId, guarantee: 'exactly_once' });
     await worker.start();
     await waitCaughtUp({ bootstrap, groupId: appId, plainTopics: [input], timeoutMs: 240_000 });
     await worker.stop();

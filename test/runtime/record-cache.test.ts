@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TopologyBuilder } from '../../src/dsl/builder.ts';
 import { compile } from '../../src/graph/compile.ts';
+import { createTask } from '../../src/runtime/task.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 import type { CommitCollector, IncomingRecord, OutgoingRecord } from '../../src/core/records.ts';
 import { TopologyTestDriver } from '../../src/testing/test-driver.ts';
@@ -32,7 +33,7 @@ function collect() {
 }
 
 test('with the cache on, an aggregate sends the last result per key at the commit, on behalf of the record that made it', () => {
-  const task = compile(sumApp()).createTask(0, 0, { cacheMaxRecords: 100 });
+  const task = createTask(compile(sumApp()), 0, 0, { cacheMaxRecords: 100 });
   const { sent, changelog, out, view } = collect();
   const rs = [rec('a', 1, 10), rec('b', 5, 11), rec('a', 2, 12), rec('a', 3, 13)];
   for (const r of rs) assert.equal(task.process(r, out), undefined);
@@ -53,7 +54,7 @@ test('with the cache on, an aggregate sends the last result per key at the commi
 });
 
 test('past cacheMaxRecords keys the least recently updated result goes downstream at once', () => {
-  const task = compile(sumApp()).createTask(0, 0, { cacheMaxRecords: 2 });
+  const task = createTask(compile(sumApp()), 0, 0, { cacheMaxRecords: 2 });
   const { out, view } = collect();
   const rs = [rec('a', 1), rec('b', 1), rec('a', 1), rec('c', 1)];
   for (const r of rs) task.process(r, out);
@@ -82,7 +83,7 @@ test('a dead-lettered record leaves no cached result; a rollback drops every cac
     )
     .toStream()
     .to('out', { key: stringSerde, value: jsonSerde<number>() });
-  const task = compile(app).createTask(0, 0, { cacheMaxRecords: 10 });
+  const task = createTask(compile(app), 0, 0, { cacheMaxRecords: 10 });
   const { out, view } = collect();
   const good = rec('a', 4);
   task.process(good, out);
@@ -100,12 +101,17 @@ test('a dead-lettered record leaves no cached result; a rollback drops every cac
 });
 
 test('a stage after a cached aggregate that fails on a released result dead-letters the record behind it; the store keeps it', () => {
-  const task = compile(
-    sumApp((total) => {
-      if (total > 10) throw new Error('too big');
-      return total;
-    }),
-  ).createTask(0, 0, { cacheMaxRecords: 10 });
+  const task = createTask(
+    compile(
+      sumApp((total) => {
+        if (total > 10) throw new Error('too big');
+        return total;
+      }),
+    ),
+    0,
+    0,
+    { cacheMaxRecords: 10 },
+  );
   const { out, view } = collect();
   const last = rec('a', 8);
   task.process(rec('a', 5), out);

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TopologyBuilder } from '../../src/dsl/builder.ts';
 import { compile } from '../../src/graph/compile.ts';
+import { createTask } from '../../src/runtime/task.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 import type { Serde } from '../../src/serdes/serde.ts';
 import type { IncomingRecord, OutgoingRecord } from '../../src/core/records.ts';
@@ -27,7 +28,7 @@ function collect() {
 }
 
 test('synchronous stages take the fast path: process returns no promise', () => {
-  const task = countTopology().createTask(0, 0);
+  const task = createTask(countTopology(), 0, 0);
   const { collector } = collect();
   assert.equal(task.process(rec('in', 'a', 'x'), collector), undefined);
 });
@@ -40,7 +41,7 @@ function collectWithChangelog() {
 }
 
 test('store writes reach the changelog once per key per transaction, at the task partition, with the last value', () => {
-  const task = countTopology().createTask(0, 3);
+  const task = createTask(countTopology(), 0, 3);
   const { sent, collector, changelog, commitCollector } = collectWithChangelog();
   for (const [k, ts] of [['a', 5], ['b', 6], ['a', 7], ['a', 8]] as const) task.process({ ...rec('in', k, 'x', ts), partition: 3 }, collector);
   // every update still goes downstream; none of them to the changelog yet
@@ -61,7 +62,7 @@ test('store writes reach the changelog once per key per transaction, at the task
 });
 
 test('the next transaction logs only the keys it wrote; a rolled-back one logs nothing', () => {
-  const task = countTopology().createTask(0, 0);
+  const task = createTask(countTopology(), 0, 0);
   const { collector, changelog, commitCollector } = collectWithChangelog();
   task.process(rec('in', 'a', 'x'), collector);
   task.process(rec('in', 'b', 'x'), collector);
@@ -80,7 +81,7 @@ test('the next transaction logs only the keys it wrote; a rolled-back one logs n
 });
 
 test('rollback restores exactly the last committed state', () => {
-  const task = countTopology().createTask(0, 0);
+  const task = createTask(countTopology(), 0, 0);
   const { collector } = collect();
   task.process(rec('in', 'a', 'x'), collector);
   task.process(rec('in', 'b', 'x'), collector);
@@ -96,11 +97,11 @@ test('rollback restores exactly the last committed state', () => {
 
 test('restore applies changelog records, tombstones included, to a fresh task', () => {
   const compiled = countTopology();
-  const first = compiled.createTask(0, 0);
+  const first = createTask(compiled, 0, 0);
   const { collector, changelog, commitCollector } = collectWithChangelog();
   for (const k of ['a', 'b', 'a']) first.process(rec('in', k, 'x'), collector);
   first.prepareCommit(commitCollector);
-  const next = compiled.createTask(0, 0);
+  const next = createTask(compiled, 0, 0);
   for (const r of changelog) next.restore('counts', r.key!, r.value);
   next.restore('counts', Buffer.from('b'), null);
   assert.deepEqual(next.entries('counts'), [['a', 2]]);
@@ -119,7 +120,7 @@ test('a throwing stage sends the original record to the dead-letter topic with e
       return total;
     }, { name: 'check', value: jsonSerde<number>() })
     .to('out');
-  const task = compile(app).createTask(0, 0, { now: () => 1234 });
+  const task = createTask(compile(app), 0, 0, { now: () => 1234 });
   const { sent, collector, changelog, commitCollector } = collectWithChangelog();
   task.process(rec('in', 'a', '{"n":5}'), collector);
   task.prepareCommit(commitCollector);
@@ -212,7 +213,7 @@ test('a synchronous stage that returns a Promise at run time raises a typed erro
   const app = new TopologyBuilder({ appId: 'p' });
   // not declared async, so only the run-time check can see it
   app.stream('in', { key: stringSerde, value: stringSerde }).mapValues((v) => Promise.resolve(v), { name: 'sneaky' });
-  const task = compile(app).createTask(0, 0);
+  const task = createTask(compile(app), 0, 0);
   const { sent, collector } = collect();
   assert.throws(() => task.process(rec('in', 'a', 'x'), collector), (e: { code?: string; message: string }) => e.code === 'ASYNC_STAGE_RESULT' && e.message.includes('sneaky') && e.message.includes('effect('));
   assert.deepEqual(sent, []);
@@ -247,7 +248,7 @@ test('a serde that needs I/O before decoding makes process async only for that r
   };
   const app = new TopologyBuilder({ appId: 'sr' });
   app.stream('in', { key: stringSerde, value: lazy }).to('out', { value: stringSerde });
-  const task = compile(app).createTask(0, 0);
+  const task = createTask(compile(app), 0, 0);
   const { sent, collector } = collect();
   const p = task.process(rec('in', 'a', 'one'), collector);
   assert.ok(p instanceof Promise);
@@ -258,9 +259,9 @@ test('a serde that needs I/O before decoding makes process async only for that r
 });
 
 test('records of topics the task does not read are refused', () => {
-  const task = countTopology().createTask(0, 0);
+  const task = createTask(countTopology(), 0, 0);
   assert.throws(() => task.process(rec('other', 'a', 'x'), collect().collector), { code: 'UNKNOWN_SOURCE_TOPIC' });
-  assert.throws(() => countTopology().createTask(5, 0), { code: 'UNKNOWN_SUBTOPOLOGY' });
+  assert.throws(() => createTask(countTopology(), 5, 0), { code: 'UNKNOWN_SUBTOPOLOGY' });
 });
 
 test('toDeadLetter routes records of a branch and branches route by first matching predicate', () => {
