@@ -1,6 +1,10 @@
 #!/usr/bin/env node
-// onceflow ships TypeScript sources; tsx compiles them on load so users need no build step.
+// Topology files are TypeScript and Node 20 cannot import .ts, so tsx is registered before any is loaded.
+import { existsSync } from 'node:fs';
 import { register } from 'tsx/esm/api';
 
 register();
-await import('../src/cli/main.ts');
+// The published package has only dist/; a git checkout (and the Docker image, which copies one) runs
+// src/ directly, so an edit takes effect without a rebuild and a stale dist/ is never run.
+const sources = new URL('../src/cli/main.ts', import.meta.url);
+await import(existsSync(sources) ? sources.href : '../dist/src/cli/main.js');

@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { isOnceflowError } from '../errors.ts';
+import { projectRoot } from '../kafka/paths.ts';
 import { registerAcls } from './acls.ts';
 import { registerChaos } from './chaos.ts';
 import { registerConfig } from './config.ts';
@@ -12,8 +15,12 @@ import { registerRun } from './run.ts';
 import { registerStatus } from './status.ts';
 import { registerVerify } from './verify.ts';
 
+// Read at run time rather than imported: src/cli and dist/src/cli sit at different depths below package.json.
+const { version } = JSON.parse(readFileSync(join(projectRoot(), 'package.json'), 'utf8')) as { version: string };
+
 const program = new Command('onceflow')
   .description('exactly-once Kafka-to-Kafka stream processing for TypeScript')
+  .version(version)
   .showHelpAfterError()
   .exitOverride();
 

@@ -1,0 +1,199 @@
+/**
+ * The package as a user gets it: built, packed with `npm pack`, installed from the tarball into a
+ * project of its own, then imported from plain `node`, type-checked by a strict `tsc` that also checks
+ * onceflow's declarations, and run as the installed `onceflow` command. Nothing the checks run comes from src/.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { projectRoot } from '../../src/kafka/paths.ts';
+
+const root = projectRoot();
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string; dependencies: Record<string, string>; bin: Record<string, string> };
+
+function run(cmd: string, args: readonly string[], cwd: string): string {
+  const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', maxBuffer: 64 << 20 });
+  if (r.error) throw r.error;
+  assert.equal(r.status, 0, `${cmd} ${args.join(' ')} (in ${cwd}) exited ${r.status}\n${r.stdout}\n${r.stderr}`);
+  return r.stdout;
+}
+
+interface PackResult {
+  readonly filename: string;
+  readonly size: number;
+  readonly unpackedSize: number;
+  readonly entryCount: number;
+  readonly integrity: string;
+  readonly files: readonly { readonly path: string }[];
+}
+
+interface LockEntry {
+  readonly dev?: boolean;
+  readonly [field: string]: unknown;
+}
+
+/**
+ * The scratch project's lockfile: onceflow from the tarball plus the repository's own locked
+ * production dependencies. With it `npm ci` installs the versions the suite ran against, from the npm
+ * cache, without asking the registry to resolve a single range.
+ */
+function scratchLockfile(packed: PackResult): object {
+  const repoLock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> };
+  const deps = Object.entries(repoLock.packages).filter(([path, entry]) => path !== '' && entry.dev !== true);
+  return {
+    name: 'scratch',
+    lockfileVersion: 3,
+    requires: true,
+    packages: {
+      '': { name: 'scratch', dependencies: { [pkg.name]: `file:${packed.filename}` } },
+      [`node_modules/${pkg.name}`]: { version: pkg.version, resolved: `file:${packed.filename}`, integrity: packed.integrity, dependencies: pkg.dependencies, bin: pkg.bin },
+      ...Object.fromEntries(deps),
+    },
+  };
+}
+
+const topology = `import { TopologyBuilder, jsonSerde, stringSerde } from 'onceflow';
+
+interface Order { readonly customer: string; readonly amount: number }
+
+const app = new TopologyBuilder({ appId: 'scratch-shop' });
+app
+  .stream('orders', { key: stringSerde, value: jsonSerde<Order>() })
+  .groupBy((_k, o) => o.customer, { key: stringSerde })
+  .aggregate(() => 0, (_k, o, total) => total + o.amount, { state: jsonSerde<number>(), name: 'spent' })
+  .toStream()
+  .to('spent-by-customer', { key: stringSerde, value: jsonSerde<number>() });
+export default app;
+`;
+
+const plainNode = `import { TopologyBuilder, compile, jsonSerde, stringSerde } from 'onceflow';
+import { TopologyTestDriver } from 'onceflow/testing';
+import { upsert } from 'onceflow/effects';
+
+const app = new TopologyBuilder({ appId: 'shop' });
+app
+  .stream('orders', { key: stringSerde, value: jsonSerde() })
+  .filter((o) => o.status === 'PAID')
+  .groupBy((_k, o) => o.customer, { key: stringSerde })
+  .aggregate(() => 0, (_k, o, total) => total + o.amount, { state: jsonSerde(), name: 'paid' })
+  .toStream()
+  .to('totals', { key: stringSerde, value: jsonSerde() });
+
+const driver = new TopologyTestDriver(app);
+const orders = driver.input('orders');
+orders.pipe('o1', { customer: 'c1', status: 'PAID', amount: 5 });
+orders.pipe('o2', { customer: 'c1', status: 'OPEN', amount: 7 });
+orders.pipe('o3', { customer: 'c1', status: 'PAID', amount: 2 });
+
+let internals;
+try {
+  await import('onceflow/dist/src/runtime/task.js');
+  internals = 'importable';
+} catch (e) {
+  internals = e.code;
+}
+console.log(JSON.stringify({
+  topics: compile(app).topics.map((t) => t.name),
+  totals: driver.output('totals').readKeyValues(),
+  upsert: typeof upsert,
+  internals,
+}));
+`;
+
+const strictTs = `import { TopologyBuilder, compile, jsonSerde, stringSerde, type Serde } from 'onceflow';
+import { TopologyTestDriver, type TestRecord } from 'onceflow/testing';
+import { upsert, type UpsertSpec } from 'onceflow/effects';
+
+interface Order { readonly customer: string; readonly status: 'PAID' | 'OPEN'; readonly amount: number }
+
+const orderSerde: Serde<Order> = jsonSerde<Order>();
+const app = new TopologyBuilder({ appId: 'shop' });
+app
+  .stream('orders', { key: stringSerde, value: orderSerde })
+  .filter((o) => o.status === 'PAID')
+  .groupBy((_k, o) => o.customer, { key: stringSerde })
+  .aggregate(() => 0, (_k, o, total) => total + o.amount, { state: jsonSerde<number>(), name: 'paid' })
+  .toStream()
+  .to('totals', { key: stringSerde, value: jsonSerde<number>() });
+
+// @ts-expect-error the value type comes from the serde, so a field Order lacks is an error (and the API is not \`any\`)
+app.stream('returns', { key: stringSerde, value: orderSerde }).filter((o) => o.refunded);
+
+const topics: readonly string[] = compile(app).topics.map((t) => t.name);
+const first: TestRecord<string, number> | undefined = new TopologyTestDriver(app).output<string, number>('totals').readRecords()[0];
+const spec: UpsertSpec = { table: 'totals', columns: ['total'] };
+export const checked = [topics, first, spec, upsert] as const;
+`;
+
+describe(`the packed ${pkg.name} tarball, installed into a project of its own`, { timeout: 300_000 }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'onceflow-pack-'));
+  const app = join(dir, 'app');
+  let packed: PackResult;
+
+  before(() => {
+    const started = Date.now();
+    run('npm', ['run', '--silent', 'build'], root);
+    const built = Date.now();
+    // --ignore-scripts: prepack would build a second time.
+    const [result] = JSON.parse(run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], root)) as PackResult[];
+    assert.ok(result, 'npm pack --json printed no result');
+    packed = result;
+    mkdirSync(app);
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module', dependencies: { [pkg.name]: `file:${packed.filename}` } }, null, 2));
+    writeFileSync(join(app, 'package-lock.json'), JSON.stringify(scratchLockfile(packed), null, 2));
+    copyFileSync(join(dir, packed.filename), join(app, packed.filename));
+    // --ignore-scripts skips building @confluentinc/kafka-javascript from source (a minute); the
+    // repository's build of the same locked version is linked in its place.
+    run('npm', ['ci', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], app);
+    const kafka = join(app, 'node_modules', '@confluentinc', 'kafka-javascript');
+    rmSync(kafka, { recursive: true, force: true });
+    symlinkSync(realpathSync(join(root, 'node_modules', '@confluentinc', 'kafka-javascript')), kafka, 'dir');
+    console.log(`build ${built - started} ms, pack + install ${Date.now() - built} ms; ${packed.filename}: ${packed.size} bytes packed, ${packed.unpackedSize} unpacked, ${packed.entryCount} files`);
+  });
+
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('packs only what users run: dist/, bin/ and the package metadata', () => {
+    const outside = packed.files.map((f) => f.path).filter((p) => !/^(dist|bin)\//.test(p) && !/^(package\.json|README\.md|LICENSE)$/.test(p));
+    assert.deepEqual(outside, []);
+    const paths = new Set(packed.files.map((f) => f.path));
+    for (const entry of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/testing/index.js', 'dist/src/effects/index.d.ts', 'dist/src/cli/main.js', 'dist/src/kafka/SecurityAdmin.java', 'bin/onceflow.js']) {
+      assert.ok(paths.has(entry), `${entry} is not in the tarball`);
+    }
+    assert.ok(packed.size < 1_000_000, `the tarball is ${packed.size} bytes`);
+  });
+
+  it('imports from plain node: builds, compiles and drives a topology; internals are not exported', () => {
+    writeFileSync(join(app, 'app.mjs'), plainNode);
+    const out = JSON.parse(run(process.execPath, ['app.mjs'], app)) as { topics: string[]; totals: [string, number][]; upsert: string; internals: string };
+    assert.deepEqual(out.topics.sort(), ['orders', 'shop-dlq', 'shop-paid-changelog', 'shop-paid-repartition', 'totals']);
+    assert.deepEqual(out.totals, [['c1', 5], ['c1', 7]]);
+    assert.equal(out.upsert, 'function');
+    assert.equal(out.internals, 'ERR_PACKAGE_PATH_NOT_EXPORTED');
+  });
+
+  it('type-checks under strict tsc, onceflow declarations included (skipLibCheck: false)', () => {
+    writeFileSync(join(app, 'check.ts'), strictTs);
+    const compilerOptions = { strict: true, noUncheckedIndexedAccess: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', skipLibCheck: false, noEmit: true };
+    writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['check.ts'] }, null, 2));
+    run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], app);
+  });
+
+  it('runs the installed CLI: --version and describe of a TypeScript topology file', () => {
+    assert.equal(run('npx', ['--no-install', 'onceflow', '--version'], app).trim(), pkg.version);
+    writeFileSync(join(app, 'topology.ts'), topology);
+    const text = run('npx', ['--no-install', 'onceflow', 'describe', 'topology.ts'], app);
+    assert.match(text, /^Topology: scratch-shop \(topology\.ts\)$/m);
+    assert.match(text, /^ {4}Source: \S+ \(topics: \[orders\]\) \[inside the Kafka transaction\]$/m);
+    assert.match(text, /^ {4}Sink: \S+ \(topic: spent-by-customer\)/m);
+    assert.match(text, /^ {2}spent \(key-value, node spent, sub-topology 1, changelog scratch-shop-spent-changelog\)$/m);
+    const json = JSON.parse(run('npx', ['--no-install', 'onceflow', 'describe', '--json', 'topology.ts'], app)) as { appId: string; subtopologies: unknown[]; topics: { name: string }[] };
+    assert.equal(json.appId, 'scratch-shop');
+    assert.equal(json.subtopologies.length, 2);
+    assert.ok(json.topics.some((t) => t.name === 'scratch-shop-spent-repartition'));
+    assert.ok(!existsSync(join(app, 'node_modules', pkg.name, 'src')), 'the installed package has src/, so the bin would run it instead of dist/');
+  });
+});
