@@ -1,4 +1,4 @@
-import type { WorkerConfig } from '../runtime/config.ts';
+import type { ResolvedWorkerConfig } from '../runtime/config.ts';
 import type { PartitionLag, TopicRecordCount, WorkerEvent, WorkerStats } from '../runtime/worker-events.ts';
 
 // Still exported from here: they are part of the view a worker gives observability.
@@ -9,7 +9,7 @@ export type { PartitionLag, TopicRecordCount };
  * the real Worker or to a stand-in in tests, and so worker internals can change without touching this.
  */
 export interface ObservedWorker {
-  readonly config: WorkerConfig;
+  readonly config: ResolvedWorkerConfig;
   readonly stats: Readonly<WorkerStats>;
   readonly transactionalId: string;
   on(event: 'event', listener: (e: WorkerEvent) => void): unknown;

@@ -1,4 +1,4 @@
-import { hostname, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { OnceflowError } from '../errors.ts';
@@ -22,8 +22,11 @@ export const workerConfigSchema = z
   .object({
     bootstrap: z.string().min(1, 'is required (host:port[,host:port])'),
     appId: z.string().regex(kafkaName, 'must match [a-zA-Z0-9._-]+ (it is the group id and transactional id prefix)').max(200),
-    /** Stable per replica (a pod name): the transactional id is `<appId>-<instanceId>`, so a restart fences its own earlier incarnation. */
-    instanceId: z.string().regex(kafkaName, 'must match [a-zA-Z0-9._-]+').default(() => (process.env.HOSTNAME ?? hostname()).replace(/[^a-zA-Z0-9._-]/g, '-')),
+    /**
+     * Stable per replica (a pod name): the transactional id is `<appId>-<instanceId>`, so a restart fences
+     * its own earlier incarnation. Unset, the worker claims one unique on its host (instance-id.ts).
+     */
+    instanceId: z.string().regex(kafkaName, 'must match [a-zA-Z0-9._-]+').optional(),
     guarantee: z.enum(['exactly_once', 'at_least_once']).default('exactly_once'),
     commitIntervalMs: z.number().int().min(1).max(60_000).default(100),
     maxRecordsPerTransaction: z.number().int().min(1).default(20_000),
@@ -67,6 +70,8 @@ export const workerConfigSchema = z
 
 export type WorkerConfigInput = z.input<typeof workerConfigSchema>;
 export type WorkerConfig = z.output<typeof workerConfigSchema>;
+/** A worker's configuration once its instance id is known (given, or claimed at construction). */
+export type ResolvedWorkerConfig = WorkerConfig & { readonly instanceId: string };
 
 /** The one place config is validated: every entry point (CLI, library) goes through here. */
 export function parseWorkerConfig(input: unknown): WorkerConfig {
@@ -76,7 +81,7 @@ export function parseWorkerConfig(input: unknown): WorkerConfig {
   throw new ConfigError(`invalid worker configuration: ${issues.map((i) => `${i.field} ${i.message}`).join('; ')}`, issues);
 }
 
-export function transactionalId(config: WorkerConfig): string {
+export function transactionalId(config: ResolvedWorkerConfig): string {
   return `${config.appId}-${config.instanceId}`;
 }
 

@@ -21,13 +21,17 @@ import {
   type RdConfig,
 } from '../kafka/clients.ts';
 import type { ChangelogOffset, PersistentTaskState } from '../state/lmdb-store.ts';
-import { parseWorkerConfig, transactionalId, type WorkerConfig, type WorkerConfigInput } from './config.ts';
+import { parseWorkerConfig, transactionalId, type ResolvedWorkerConfig, type WorkerConfigInput } from './config.ts';
+import { claimDefaultInstanceId, type InstanceIdClaim } from './instance-id.ts';
+import { refuseLiveNamesake, stepBackIfNamesakeLive, tooManyFencings, type InstanceGuardOptions } from './instance-guard.ts';
+import { PartitionProgress, parsePartitionKey, partitionKey, type PartitionRef } from './partition-progress.ts';
 import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader } from './records.ts';
 import { formatCommitMetadata, parseCommitMetadata } from './commit-metadata.ts';
 import { DEFAULT_MESSAGE_MAX_BYTES, maxRecordBytesFor } from './record-size.ts';
 import { restoreTasks, type RestoreStart } from './restore.ts';
 import { classifyTxnError, describeKafkaError, isFencing, WorkerError } from './txn-errors.ts';
-import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
+import { runtimeTopology, type RuntimeTask, type RuntimeTopology } from './worker-topology.ts';
+import type { TaskPlan } from '../graph/types.ts';
 import type { PartitionLag, TopicRecordCount, WorkerEvent, WorkerStats } from './worker-events.ts';
 export type { WorkerEvent, WorkerStats } from './worker-events.ts';
 
@@ -39,11 +43,6 @@ export const LINEAGE = {
   txn: 'onceflow.txn.id',
 } as const;
 
-interface Tp {
-  readonly topic: string;
-  readonly partition: number;
-}
-const tpKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
 
 /** A refused batch is not a passing broker hiccup; a few tries only rule out a batch that happened to be assembled larger. */
 const MAX_SIZE_REFUSALS = 3;
@@ -59,17 +58,10 @@ interface Origin {
 
 interface RebalanceEvent {
   readonly kind: 'assign' | 'revoke';
-  readonly partitions: Tp[];
+  readonly partitions: PartitionRef[];
   readonly lost: boolean;
 }
 
-/** Offsets a transaction will commit, and where each partition was before it began. */
-class PartitionProgress {
-  /** next offset to read, by partition, for records processed in the open transaction */
-  readonly pending = new Map<string, TopicPartitionOffset>();
-  /** last committed next-offset by partition; undefined = nothing committed yet (read from the start) */
-  readonly committed = new Map<string, number | undefined>();
-}
 
 /**
  * One worker: one consumer and one transactional producer (Kafka Streams' exactly_once_v2).
@@ -80,7 +72,10 @@ class PartitionProgress {
  * fenced) and a commit, every commitIntervalMs or maxRecordsPerTransaction records.
  */
 export class Worker extends EventEmitter {
-  readonly config: WorkerConfig;
+  readonly config: ResolvedWorkerConfig;
+  readonly topology: RuntimeTopology;
+  /** The default instance id this process claimed (none when one was given). */
+  private readonly instanceClaim: InstanceIdClaim | undefined;
   readonly stats: WorkerStats = {
     recordsConsumed: 0,
     recordsProduced: 0,
@@ -130,12 +125,13 @@ export class Worker extends EventEmitter {
    */
   private lastTransactionCommitted = true;
 
-  constructor(
-    readonly topology: RuntimeTopology,
-    config: WorkerConfigInput,
-  ) {
+  /** `topology`: a compiled topology (`compile(...)`), or the runtime's view of one. */
+  constructor(topology: RuntimeTopology | (TaskPlan & Omit<RuntimeTopology, 'createTask'>), config: WorkerConfigInput) {
     super();
-    this.config = parseWorkerConfig({ ...config, appId: config.appId ?? topology.appId });
+    this.topology = 'createTask' in topology ? topology : runtimeTopology(topology);
+    const parsed = parseWorkerConfig({ ...config, appId: config.appId ?? topology.appId });
+    this.instanceClaim = parsed.instanceId === undefined ? claimDefaultInstanceId(parsed) : undefined;
+    this.config = { ...parsed, instanceId: parsed.instanceId ?? this.instanceClaim!.instanceId };
     this.txnId = transactionalId(this.config);
     this.txnHeader = Buffer.from(this.txnId);
     this.deadLetterTopics = new Set(topology.topics.filter((t) => t.kind === 'dead-letter').map((t) => t.name));
@@ -170,6 +166,8 @@ export class Worker extends EventEmitter {
     }
     if (this.config.stateStore === 'persistent') this.persistentState = (await import('../state/lmdb-store.ts')).PersistentTaskState;
     await this.prepareTopics();
+    // Before this worker's producer exists: its initTransactions would fence a live namesake mid-work.
+    await refuseLiveNamesake({ ...this.guardOptions(), sessionTimeoutMs: this.config.sessionTimeoutMs });
     for (const { serde, ctx } of this.topology.serdeUsages()) {
       await serde.prepare?.(ctx, { registryUrl: this.config.registryUrl });
     }
@@ -187,7 +185,7 @@ export class Worker extends EventEmitter {
         'heartbeat.interval.ms': Math.max(100, Math.floor(this.config.sessionTimeoutMs / 5)),
         'max.poll.interval.ms': this.config.maxPollIntervalMs,
         'fetch.wait.max.ms': 20,
-        'rebalance_cb': (err: LibrdKafkaError, assignment: Tp[]) => this.onRebalance(err, assignment),
+        'rebalance_cb': (err: LibrdKafkaError, assignment: PartitionRef[]) => this.onRebalance(err, assignment),
       },
       {},
     );
@@ -200,6 +198,10 @@ export class Worker extends EventEmitter {
     this.emit('event', { type: 'started', transactionalId: this.txnId } satisfies WorkerEvent);
     this.running = this.loop();
     this.running.catch(() => undefined);
+  }
+
+  private guardOptions(): InstanceGuardOptions {
+    return { bootstrap: this.config.bootstrap, groupId: this.config.appId, transactionalId: this.txnId, kafka: this.config.kafka };
   }
 
   /** Resolves when the loop ends: after stop(), or rejects on an unrecoverable error. */
@@ -277,7 +279,7 @@ export class Worker extends EventEmitter {
   }
   private deliveryError: unknown;
 
-  private onRebalance(err: LibrdKafkaError, assignment: Tp[]): void {
+  private onRebalance(err: LibrdKafkaError, assignment: PartitionRef[]): void {
     const consumer = this.consumer;
     if (!consumer) return;
     const kind = err.code === ERR.ERR__ASSIGN_PARTITIONS ? 'assign' : 'revoke';
@@ -335,7 +337,7 @@ export class Worker extends EventEmitter {
         const streamTimes = await this.loadCommitted(ev.partitions);
         const fresh = this.addSources(ev.partitions, streamTimes);
         await this.restore(fresh);
-        cooperative(consumer).incrementalAssign(ev.partitions);
+        cooperative(consumer).incrementalAssign(ev.partitions.map((p) => this.progress.assignAt(p)));
         this.emit('event', { type: 'assigned', partitions: names } satisfies WorkerEvent);
       }
       this.stats.tasks = this.tasks.size;
@@ -343,7 +345,7 @@ export class Worker extends EventEmitter {
   }
 
   /** `streamTimes`: the stream time committed with each partition's offset, to resume the task from. */
-  private addSources(partitions: Tp[], streamTimes: ReadonlyMap<string, number>): RuntimeTask[] {
+  private addSources(partitions: readonly PartitionRef[], streamTimes: ReadonlyMap<string, number>): RuntimeTask[] {
     const fresh: RuntimeTask[] = [];
     for (const p of partitions) {
       const sub = this.subtopologyOf.get(p.topic);
@@ -354,7 +356,7 @@ export class Worker extends EventEmitter {
         // A task reads the same partition of each of its sub-topology's sources; its stream time is the largest.
         const resumed = partitions
           .filter((q) => q.partition === p.partition && this.subtopologyOf.get(q.topic) === sub)
-          .map((q) => streamTimes.get(tpKey(q.topic, q.partition)))
+          .map((q) => streamTimes.get(partitionKey(q.topic, q.partition)))
           .filter((t): t is number => t !== undefined);
         const timeOpt = { maxRecordBytes: this.maxRecordBytes, ...(resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {}) };
         if (this.persistentState) {
@@ -367,17 +369,16 @@ export class Worker extends EventEmitter {
         this.tasks.set(id, task);
         fresh.push(task);
       }
-      this.taskBySource.set(tpKey(p.topic, p.partition), task);
+      this.taskBySource.set(partitionKey(p.topic, p.partition), task);
     }
     return fresh;
   }
 
   /** Returns the task when this was its last source partition. */
-  private dropSource(p: Tp): RuntimeTask | undefined {
-    const key = tpKey(p.topic, p.partition);
+  private dropSource(p: PartitionRef): RuntimeTask | undefined {
+    const key = partitionKey(p.topic, p.partition);
     this.taskBySource.delete(key);
-    this.progress.committed.delete(key);
-    this.progress.pending.delete(key);
+    this.progress.forget(key);
     const sub = this.subtopologyOf.get(p.topic);
     if (sub === undefined) return undefined;
     const id = `${sub}_${p.partition}`;
@@ -423,13 +424,13 @@ export class Worker extends EventEmitter {
   }
 
   /** Records each partition's committed offset; returns the stream time committed with it, where there is one. */
-  private async loadCommitted(partitions: Tp[]): Promise<Map<string, number>> {
+  private async loadCommitted(partitions: readonly PartitionRef[]): Promise<Map<string, number>> {
     const streamTimes = new Map<string, number>();
     const consumer = this.consumer;
     if (!consumer || partitions.length === 0) return streamTimes;
-    const offsets = await committedOffsets(consumer, partitions, 30_000);
+    const offsets = await committedOffsets(consumer, [...partitions], 30_000);
     for (const o of offsets) {
-      const key = tpKey(o.topic, o.partition);
+      const key = partitionKey(o.topic, o.partition);
       this.progress.committed.set(key, o.offset >= 0 ? o.offset : undefined);
       const streamTime = parseCommitMetadata(o.metadata)?.streamTime;
       if (streamTime !== undefined) streamTimes.set(key, streamTime);
@@ -443,6 +444,7 @@ export class Worker extends EventEmitter {
     try {
       while (!this.stopping) {
         await this.handleRebalances();
+        if (this.progress.unsettled.size > 0) await this.settlePartitions();
         let batch: Message[];
         try {
           batch = await consumeBatchOrEmpty(consumer, this.config.consumeBatchSize);
@@ -481,10 +483,11 @@ export class Worker extends EventEmitter {
 
   private async processBatch(batch: Message[]): Promise<void> {
     for (const m of batch) {
-      const key = tpKey(m.topic, m.partition);
+      const key = partitionKey(m.topic, m.partition);
       const task = this.taskBySource.get(key);
-      // A record of a partition revoked (or rewound) after the fetch: its next owner reads it.
-      if (!task) continue;
+      // A record of a partition revoked after the fetch (its next owner reads it), or of one whose
+      // position is not yet back at its committed offset (it is read again once it is).
+      if (!task || !this.progress.mayProcess(key)) continue;
       if (!this.txnOpen) {
         await this.begin();
         this.chaosPoint('before-produce');
@@ -510,7 +513,7 @@ export class Worker extends EventEmitter {
   }
 
   private lineageOf(record: IncomingRecord): { topic: Buffer; partition: Buffer } {
-    const k = tpKey(record.topic, record.partition);
+    const k = partitionKey(record.topic, record.partition);
     let lineage = this.lineageCache.get(k);
     if (!lineage) {
       lineage = { topic: Buffer.from(record.topic), partition: Buffer.from(String(record.partition)) };
@@ -595,8 +598,7 @@ export class Worker extends EventEmitter {
   }
 
   private markCommitted(): void {
-    for (const [k, o] of this.progress.pending) this.progress.committed.set(k, o.offset);
-    this.progress.pending.clear();
+    this.progress.markCommitted();
     for (const t of this.tasks.values()) {
       t.commit();
       this.countDrops(t);
@@ -684,31 +686,40 @@ export class Worker extends EventEmitter {
       try {
         await abortTransaction(producer, this.config.transactionTimeoutMs);
       } catch (e) {
-        await this.replaceProducer(`abort failed: ${describeKafkaError(e)}`);
+        // The transaction may have been committing when it failed (EndTxn's outcome unknown): whether
+        // it landed is read back, never assumed (rule 5 in partition-progress.ts).
+        await this.replaceAfterFailure(e);
+        return;
       }
     }
     await this.rewind(reason);
   }
 
-  /** Roll the tasks back to their last commit and re-read every partition from its committed offset. */
+  /** Roll the tasks back to their last commit and put every owned partition back at its committed offset. */
   private async rewind(reason: string): Promise<void> {
     for (const t of this.tasks.values()) t.rollback();
     this.lastTransactionCommitted = false;
-    const consumer = this.consumer;
-    const dirty = [...this.progress.pending.keys()];
-    this.progress.pending.clear();
+    this.progress.unsettle(this.taskBySource.keys());
     this.txnOpen = false;
     this.stats.transactionsAborted++;
     this.emit('event', { type: 'aborted', reason } satisfies WorkerEvent);
+    await this.settlePartitions();
+  }
+
+  /** Seeks each unsettled partition to its committed offset; one that cannot be sought now stays unsettled (rule 2). */
+  private async settlePartitions(): Promise<void> {
+    const consumer = this.consumer;
     if (!consumer) return;
-    for (const key of dirty) {
-      const [topic, p] = key.split('\u0000') as [string, string];
-      if (!this.taskBySource.has(key)) continue;
-      const committed = this.progress.committed.get(key);
+    for (const key of [...this.progress.unsettled]) {
+      if (!this.taskBySource.has(key)) {
+        this.progress.forget(key);
+        continue;
+      }
       try {
-        await seek(consumer, { topic, partition: Number(p), offset: committed ?? -2 }, 10_000);
+        await seek(consumer, this.progress.rewindTarget(key), 10_000);
+        this.progress.settled(key);
       } catch {
-        // A partition that is being revoked cannot be sought; its next owner reads from the committed offset.
+        // Retried before the next fetch; until then none of its records is processed.
       }
     }
   }
@@ -721,17 +732,20 @@ export class Worker extends EventEmitter {
       this.failIfTopicRefusesRecordSize(e);
       return;
     }
-    if (kind === 'fatal' || isFencing(e)) {
+    await this.replaceAfterFailure(e);
+  }
+
+  /** Fatal, or unknown: this producer cannot be trusted. Whether the last commit landed is read back, never assumed. */
+  private async replaceAfterFailure(e: unknown): Promise<void> {
+    const reason = describeKafkaError(e);
+    if (classifyTxnError(e) === 'fatal' || isFencing(e)) {
       this.stats.fencings++;
       this.emit('event', { type: 'fenced', reason } satisfies WorkerEvent);
+      if (isFencing(e)) await stepBackIfNamesakeLive(this.guardOptions(), e);
       const now = Date.now();
       this.fencedAt = [...this.fencedAt.filter((t) => now - t < 60_000), now];
-      if (this.fencedAt.length >= 4) {
-        throw new WorkerError('DUPLICATE_INSTANCE_ID', `transactional id ${this.txnId} was fenced ${this.fencedAt.length} times within a minute: another running worker uses the same instance id (give each replica its own --instance-id)`, { cause: e });
-      }
+      if (this.fencedAt.length >= 4) throw tooManyFencings(this.guardOptions(), this.fencedAt.length, e);
     }
-    // Fatal, or unknown: this producer cannot be trusted. Whether the last commit landed is decided
-    // by reading the committed offsets back, never assumed.
     await this.replaceProducer(reason);
     await this.resolveAmbiguousCommit();
   }
@@ -764,21 +778,29 @@ export class Worker extends EventEmitter {
     this.emit('event', { type: 'aborted', reason: `producer replaced: ${reason}` } satisfies WorkerEvent);
   }
 
+  /**
+   * After the producer was replaced: the last transaction's outcome is read back from the group's
+   * committed offsets of every owned partition, and every owned partition is then sought to what was
+   * read (rules 1 and 5 in partition-progress.ts), whether the transaction landed or not.
+   */
   private async resolveAmbiguousCommit(): Promise<void> {
     const consumer = this.consumer;
     const pending = [...this.progress.pending.values()];
-    if (!consumer || pending.length === 0) {
-      await this.rewind('transaction dropped');
+    const owned = [...this.taskBySource.keys()].map(parsePartitionKey);
+    let readBack: Awaited<ReturnType<typeof committedOffsets>> | undefined;
+    for (let attempt = 1; consumer && owned.length > 0 && readBack === undefined && attempt <= 3; attempt++) {
+      readBack = await committedOffsets(consumer, owned, 30_000).catch(() => undefined);
+    }
+    const landed = readBack !== undefined && pending.length > 0 && pending.every((p) => readBack.some((c) => c.topic === p.topic && c.partition === p.partition && c.offset === p.offset));
+    if (landed) this.markCommitted();
+    // Unread, the local view stands: it is what this worker last saw committed, so at worst a landed transaction is repeated, never skipped.
+    for (const c of readBack ?? []) this.progress.committed.set(partitionKey(c.topic, c.partition), c.offset >= 0 ? c.offset : undefined);
+    if (!landed) {
+      await this.rewind(pending.length === 0 ? 'transaction dropped' : 'transaction did not commit');
       return;
     }
-    const committed = await committedOffsets(consumer, pending.map((p) => ({ topic: p.topic, partition: p.partition })), 30_000).catch(() => []);
-    const landed = pending.length > 0 && pending.every((p) => committed.some((c) => c.topic === p.topic && c.partition === p.partition && c.offset === p.offset));
-    if (landed) {
-      this.markCommitted();
-      return;
-    }
-    for (const c of committed) this.progress.committed.set(tpKey(c.topic, c.partition), c.offset >= 0 ? c.offset : undefined);
-    await this.rewind('transaction did not commit');
+    this.progress.unsettle(this.taskBySource.keys());
+    await this.settlePartitions();
   }
 
   private async close(): Promise<void> {
@@ -791,6 +813,7 @@ export class Worker extends EventEmitter {
     if (producer) await disconnect(producer, 5000);
     this.consumer = undefined;
     this.producer = undefined;
+    this.instanceClaim?.release();
     this.emit('event', { type: 'stopped' } satisfies WorkerEvent);
   }
 
@@ -821,8 +844,7 @@ export class Worker extends EventEmitter {
     if (!consumer) return [];
     const out: PartitionLag[] = [];
     for (const key of this.taskBySource.keys()) {
-      const [topic, p] = key.split('\u0000') as [string, string];
-      const partition = Number(p);
+      const { topic, partition } = parsePartitionKey(key);
       let end: number;
       try {
         end = consumer.getWatermarkOffsets(topic, partition).highOffset;

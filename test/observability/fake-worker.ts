@@ -1,11 +1,11 @@
 import { EventEmitter } from 'node:events';
-import { parseWorkerConfig, transactionalId, type WorkerConfig, type WorkerConfigInput } from '../../src/runtime/config.ts';
+import { parseWorkerConfig, transactionalId, type ResolvedWorkerConfig, type WorkerConfigInput } from '../../src/runtime/config.ts';
 import type { WorkerEvent, WorkerStats } from '../../src/runtime/worker-events.ts';
 import type { ObservedWorker } from '../../src/observability/worker-view.ts';
 
 /** A stand-in that emits the real worker's events and holds its stats, for unit tests of what observes it. */
 export class FakeWorker extends EventEmitter implements ObservedWorker {
-  readonly config: WorkerConfig;
+  readonly config: ResolvedWorkerConfig;
   readonly stats: WorkerStats = {
     recordsConsumed: 0,
     recordsProduced: 0,
@@ -25,7 +25,8 @@ export class FakeWorker extends EventEmitter implements ObservedWorker {
 
   constructor(config: Partial<WorkerConfigInput> = {}) {
     super();
-    this.config = parseWorkerConfig({ bootstrap: '127.0.0.1:1', appId: 'orders', instanceId: 'w1', ...config });
+    const parsed = parseWorkerConfig({ bootstrap: '127.0.0.1:1', appId: 'orders', ...config });
+    this.config = { ...parsed, instanceId: parsed.instanceId ?? 'w1' };
   }
 
   get transactionalId(): string {

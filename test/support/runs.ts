@@ -50,6 +50,15 @@ export class TestRun {
     await produceAll(this.bootstrap, this.input, this.pipeline.input({ records, seed, poison }), this.clientOptions);
   }
 
+  /** The same input, in `slices` batches `pauseMs` apart: workers are busy (and mid-transaction) while a fault lands. */
+  async produceOverTime(records: number, seed: number, slices: number, pauseMs: number): Promise<void> {
+    const all = this.pipeline.input({ records, seed, poison: 0 });
+    for (let s = 0; s < slices; s++) {
+      await produceAll(this.bootstrap, this.input, all.slice(Math.floor((s * all.length) / slices), Math.floor(((s + 1) * all.length) / slices)), this.clientOptions);
+      await new Promise((r) => setTimeout(r, pauseMs));
+    }
+  }
+
   startWorker(instance: string, opts: { guarantee?: string; env?: Record<string, string> } = {}): WorkerProcess {
     const w = new WorkerProcess(instance, this.pipeline.file, ['--app-id', this.appId, '--instance-id', instance, '--guarantee', opts.guarantee ?? 'exactly_once'], { ...this.env, ...opts.env });
     this.workers.push(w);

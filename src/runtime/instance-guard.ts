@@ -1,0 +1,85 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { withAdmin, type ClientOptions } from '../kafka/admin.ts';
+import { WorkerError } from './txn-errors.ts';
+
+/** A member of the application's consumer group, as the group coordinator describes it. */
+export interface GroupMember {
+  readonly memberId: string;
+  readonly clientId: string;
+  readonly host: string;
+}
+
+export interface InstanceGuardOptions {
+  readonly bootstrap: string;
+  readonly groupId: string;
+  /** Every client of a worker uses its transactional id as client.id: that is how a namesake is recognised. */
+  readonly transactionalId: string;
+  readonly kafka: ClientOptions;
+}
+
+/** Members of the group whose client id is this worker's transactional id; undefined when the group cannot be described. */
+export async function namesakes(opts: InstanceGuardOptions): Promise<GroupMember[] | undefined> {
+  try {
+    return await withAdmin(
+      opts.bootstrap,
+      async (admin) => {
+        const group = (await admin.describeGroups([opts.groupId])).groups[0];
+        return (group?.members ?? [])
+          .filter((m) => m.clientId === opts.transactionalId)
+          .map((m) => ({ memberId: m.memberId, clientId: m.clientId, host: m.clientHost.replace(/^\//, '') }));
+      },
+      opts.kafka,
+    );
+  } catch {
+    // Without DESCRIBE on the group (or with the broker briefly away) the guard cannot look; the
+    // runtime's rewind rules still keep a collision from losing records.
+    return undefined;
+  }
+}
+
+function duplicateInstance(opts: InstanceGuardOptions, others: readonly GroupMember[], detail: string, cause?: unknown): WorkerError {
+  const who = others.length > 0 ? others.map((m) => `member ${m.memberId} (client id ${m.clientId}, host ${m.host})`).join(' and ') : 'another process';
+  return new WorkerError(
+    'DUPLICATE_INSTANCE_ID',
+    `${who} already uses transactional id ${opts.transactionalId} in group ${opts.groupId}: ${detail}. Give each replica its own --instance-id (or leave it unset: the default is unique per process on a host)`,
+    cause === undefined ? undefined : { cause },
+  );
+}
+
+/**
+ * Before this worker's producer fences anyone: refuses when a live member of the group already uses
+ * this transactional id. A member that is only the crashed earlier incarnation of this replica stops
+ * heartbeating and leaves the group within its session timeout, so it is waited out; one still there
+ * after that is alive. A replacement started just before the old process is stopped (a rolling update)
+ * therefore starts as soon as the old one has left.
+ */
+export async function refuseLiveNamesake(opts: InstanceGuardOptions & { readonly sessionTimeoutMs: number }): Promise<void> {
+  const deadline = Date.now() + opts.sessionTimeoutMs + 3_000;
+  for (;;) {
+    const found = await namesakes(opts);
+    if (!found || found.length === 0) return;
+    if (Date.now() >= deadline) {
+      throw duplicateInstance(opts, found, `it was still a live member after ${opts.sessionTimeoutMs + 3_000} ms (longer than a crashed process stays in the group), so nothing was consumed`);
+    }
+    await sleep(500);
+  }
+}
+
+/**
+ * After this worker's producer was fenced: another process with the same transactional id fenced it.
+ * When that process is in the group beside this one, this one steps back (it does not fence the
+ * other in turn, so exactly one of the two goes on). Fenced with no namesake in the group (a
+ * transaction that outlived its timeout, or a namesake not joined yet) the worker carries on.
+ */
+export async function stepBackIfNamesakeLive(opts: InstanceGuardOptions, cause: unknown): Promise<void> {
+  const found = await namesakes(opts);
+  // This worker is one of the members listed; a second one with its client id is the other process.
+  if (found && found.length >= 2) {
+    throw duplicateInstance(opts, found, 'another process with it fenced this worker\'s producer, and this worker steps back (without fencing it in turn) so that exactly one of them goes on', cause);
+  }
+}
+
+/** The third line: fencings too frequent to be anything but a namesake, even one the group does not show. */
+export function tooManyFencings(opts: InstanceGuardOptions, fencings: number, cause: unknown): WorkerError {
+  return duplicateInstance(opts, [], `this worker was fenced ${fencings} times within a minute`, cause);
+}
