@@ -12,6 +12,8 @@ export function registerChaos(program: Command): void {
     .option('--replicas <n>', 'worker replicas', intAtLeast(1), 3)
     .option('--kills <n>', 'SIGKILLs of a random replica', intAtLeast(0), 5)
     .option('--broker-restarts <n>', 'broker restarts (SIGKILL + start)', intAtLeast(0), 0)
+    .option('--overlapping-restarts <n>', 'replace a replica the way rolling updates do: start the new process with its instance id, then SIGTERM the old one 0.5-3 s later', intAtLeast(0), 0)
+    .option('--duplicate-instance <n>', 'run two live processes with one instance id (alternately: a second one beside a live replica; two at once in place of a SIGKILLed one)', intAtLeast(0), 0)
     .option('--scale', 'add a replica and remove one mid-run')
     .option('--poison <n>', 'malformed records to inject', intAtLeast(0), 0)
     .option('--seed <n>', 'fixes the input and the kill schedule', intAtLeast(0), 42)
@@ -29,6 +31,8 @@ export function registerChaos(program: Command): void {
         replicas: Number(o.replicas),
         kills: Number(o.kills),
         brokerRestarts: Number(o.brokerRestarts),
+        overlappingRestarts: Number(o.overlappingRestarts),
+        duplicateInstances: Number(o.duplicateInstance),
         scale: o.scale === true,
         poison: Number(o.poison),
         seed: Number(o.seed),

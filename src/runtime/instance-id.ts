@@ -70,7 +70,7 @@ function tryLock(lock: string): boolean {
     } catch {
       continue; // released between the two calls: try to create it again
     }
-    // This process's own slot belongs to another worker in it; a live owner keeps its slot.
+    // A live owner keeps its slot (this process too: its slot belongs to another worker in it).
     if (Number.isInteger(owner) && owner > 0 && processAlive(owner)) return false;
     try {
       unlinkSync(lock);

@@ -19,6 +19,10 @@ export interface ChaosOptions {
   readonly replicas: number;
   readonly kills: number;
   readonly brokerRestarts?: number;
+  /** Replacements started before the old process with the same instance id is stopped (rolling updates do this). */
+  readonly overlappingRestarts?: number;
+  /** Two live processes with one instance id: one must step back, and no record may be lost. */
+  readonly duplicateInstances?: number;
   readonly scale?: boolean;
   readonly poison?: number;
   readonly seed?: number;
@@ -49,6 +53,10 @@ export interface ChaosResult {
   readonly kills: number;
   readonly killPhases: Record<string, number>;
   readonly brokerRestarts: number;
+  readonly overlappingRestarts: number;
+  readonly duplicateInstances: number;
+  /** Of the duplicate-instance processes: how many stopped with DUPLICATE_INSTANCE_ID (one per event is expected). */
+  readonly steppedBack: number;
   readonly scaled: boolean;
   readonly guarantee: string;
   readonly format: 'json' | 'avro';
@@ -190,6 +198,55 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
         },
       });
     }
+    for (let r = 0; r < (opts.overlappingRestarts ?? 0); r++) {
+      events.push({
+        at: rand() * feedMs,
+        run: async () => {
+          const ids = [...live.keys()];
+          const id = ids[Math.floor(rand() * ids.length)];
+          if (!id) return;
+          const old = live.get(id)!;
+          const replacement = spawnWorker(id);
+          const overlapMs = 500 + Math.floor(rand() * 2500);
+          log(`overlapping restart ${r + 1}: new ${id} started, old one stopped ${overlapMs} ms later`);
+          await sleep(overlapMs);
+          await old.stop();
+          live.set(id, replacement);
+        },
+      });
+    }
+    let steppedBack = 0;
+    for (let d = 0; d < (opts.duplicateInstances ?? 0); d++) {
+      events.push({
+        at: rand() * feedMs,
+        run: async () => {
+          const ids = [...live.keys()];
+          const id = ids[Math.floor(rand() * ids.length)];
+          if (!id) return;
+          let pair: WorkerProcess[];
+          if (d % 2 === 0) {
+            log(`duplicate instance ${d + 1}: a second ${id} started beside the live one`);
+            pair = [live.get(id)!, spawnWorker(id)];
+          } else {
+            // Both wait out the dead member, then start together: the race between two fresh producers.
+            log(`duplicate instance ${d + 1}: ${id} SIGKILLed, two processes started in its place`);
+            const victim = live.get(id)!;
+            victim.kill('SIGKILL');
+            await victim.exit();
+            pair = [spawnWorker(id), spawnWorker(id)];
+          }
+          const [a, b] = pair as [WorkerProcess, WorkerProcess];
+          const first = await Promise.race([a.exit().then(() => a), b.exit().then(() => b), sleep(90_000).then(() => undefined)]);
+          if (first) {
+            if (first.stderr.some((l) => l.includes('DUPLICATE_INSTANCE_ID'))) steppedBack++;
+            live.set(id, first === a ? b : a);
+          } else {
+            log(`duplicate instance ${d + 1}: both ${id} processes still run after 90 s`);
+            live.set(id, b);
+          }
+        },
+      });
+    }
     let scaled = false;
     if (opts.scale) {
       events.push({
@@ -237,6 +294,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       kills: opts.kills,
       killPhases,
       brokerRestarts: opts.brokerRestarts ?? 0,
+      overlappingRestarts: opts.overlappingRestarts ?? 0,
+      duplicateInstances: opts.duplicateInstances ?? 0,
+      steppedBack,
       scaled,
       guarantee,
       pipeline: pipeline.name,
