@@ -151,6 +151,12 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       }
     })();
 
+    /** A live replica drawn at random, by its instance id. */
+    const drawLive = (): [string, WorkerProcess] | undefined => {
+      const ids = [...live.keys()];
+      const id = ids[Math.floor(rand() * ids.length)];
+      return id === undefined ? undefined : [id, live.get(id)!];
+    };
     const killPhases: Record<string, number> = { random: 0, ...Object.fromEntries(CHAOS_PHASES.map((p) => [p, 0])) };
     const events: { at: number; run: () => Promise<void> }[] = [];
     // Kills are drawn at random times, so they are numbered as they happen, not as they were drawn.
@@ -159,10 +165,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       events.push({
         at: rand() * feedMs,
         run: async () => {
-          const ids = [...live.keys()];
-          const victim = ids[Math.floor(rand() * ids.length)];
-          if (!victim) return;
-          const w = live.get(victim)!;
+          const drawn = drawLive();
+          if (!drawn) return;
+          const [victim, w] = drawn;
           // Every other kill is placed inside a transaction phase by the worker itself, on its restart.
           const phase = opts.phase ?? (k % 2 === 1 ? CHAOS_PHASES[Math.floor(rand() * CHAOS_PHASES.length)] : undefined);
           w.kill('SIGKILL');
@@ -202,10 +207,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       events.push({
         at: rand() * feedMs,
         run: async () => {
-          const ids = [...live.keys()];
-          const id = ids[Math.floor(rand() * ids.length)];
-          if (!id) return;
-          const old = live.get(id)!;
+          const drawn = drawLive();
+          if (!drawn) return;
+          const [id, old] = drawn;
           const replacement = spawnWorker(id);
           const overlapMs = 500 + Math.floor(rand() * 2500);
           log(`overlapping restart ${r + 1}: new ${id} started, old one stopped ${overlapMs} ms later`);
@@ -220,17 +224,16 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       events.push({
         at: rand() * feedMs,
         run: async () => {
-          const ids = [...live.keys()];
-          const id = ids[Math.floor(rand() * ids.length)];
-          if (!id) return;
+          const drawn = drawLive();
+          if (!drawn) return;
+          const [id, victim] = drawn;
           let pair: WorkerProcess[];
           if (d % 2 === 0) {
             log(`duplicate instance ${d + 1}: a second ${id} started beside the live one`);
-            pair = [live.get(id)!, spawnWorker(id)];
+            pair = [victim, spawnWorker(id)];
           } else {
             // Both wait out the dead member, then start together: the race between two fresh producers.
             log(`duplicate instance ${d + 1}: ${id} SIGKILLed, two processes started in its place`);
-            const victim = live.get(id)!;
             victim.kill('SIGKILL');
             await victim.exit();
             pair = [spawnWorker(id), spawnWorker(id)];
