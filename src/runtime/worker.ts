@@ -157,6 +157,16 @@ export class Worker extends EventEmitter {
 
   /** Creates internal topics, checks sources, prepares serdes, connects, and starts the loop. */
   async start(): Promise<void> {
+    try {
+      await this.connectAndRun();
+    } catch (e) {
+      // A worker that never ran gives its default instance id back to the next one in this process.
+      this.instanceClaim?.release();
+      throw e;
+    }
+  }
+
+  private async connectAndRun(): Promise<void> {
     const budget = this.topology.totalRetryBudgetMs();
     if (budget >= this.config.transactionTimeoutMs) {
       throw new WorkerError(
