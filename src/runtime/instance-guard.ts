@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { withAdmin, type ClientOptions } from '../kafka/admin.ts';
+import { withAdmin, type AdminClient, type ClientOptions } from '../kafka/admin.ts';
 import { WorkerError } from './txn-errors.ts';
 
 /** A member of the application's consumer group, as the group coordinator describes it. */
@@ -18,18 +18,10 @@ export interface InstanceGuardOptions {
 }
 
 /** Members of the group whose client id is this worker's transactional id; undefined when the group cannot be described. */
-export async function namesakes(opts: InstanceGuardOptions): Promise<GroupMember[] | undefined> {
+async function namesakes(admin: AdminClient, opts: InstanceGuardOptions): Promise<GroupMember[] | undefined> {
   try {
-    return await withAdmin(
-      opts.bootstrap,
-      async (admin) => {
-        const group = (await admin.describeGroups([opts.groupId])).groups[0];
-        return (group?.members ?? [])
-          .filter((m) => m.clientId === opts.transactionalId)
-          .map((m) => ({ memberId: m.memberId, clientId: m.clientId, host: m.clientHost.replace(/^\//, '') }));
-      },
-      opts.kafka,
-    );
+    const group = (await admin.describeGroups([opts.groupId])).groups[0];
+    return (group?.members ?? []).filter((m) => m.clientId === opts.transactionalId).map((m) => ({ memberId: m.memberId, clientId: m.clientId, host: m.clientHost.replace(/^\//, '') }));
   } catch {
     // Without DESCRIBE on the group (or with the broker briefly away) the guard cannot look; the
     // runtime's rewind rules still keep a collision from losing records.
@@ -53,10 +45,10 @@ function duplicateInstance(opts: InstanceGuardOptions, others: readonly GroupMem
  * after that is alive. A replacement started just before the old process is stopped (a rolling update)
  * therefore starts as soon as the old one has left.
  */
-export async function refuseLiveNamesake(opts: InstanceGuardOptions & { readonly sessionTimeoutMs: number }): Promise<void> {
+export async function refuseLiveNamesake(admin: AdminClient, opts: InstanceGuardOptions & { readonly sessionTimeoutMs: number }): Promise<void> {
   const deadline = Date.now() + opts.sessionTimeoutMs + 3_000;
   for (;;) {
-    const found = await namesakes(opts);
+    const found = await namesakes(admin, opts);
     if (!found || found.length === 0) return;
     if (Date.now() >= deadline) {
       throw duplicateInstance(opts, found, `it was still a live member after ${opts.sessionTimeoutMs + 3_000} ms (longer than a crashed process stays in the group), so nothing was consumed`);
@@ -72,7 +64,8 @@ export async function refuseLiveNamesake(opts: InstanceGuardOptions & { readonly
  * transaction that outlived its timeout, or a namesake not joined yet) the worker carries on.
  */
 export async function stepBackIfNamesakeLive(opts: InstanceGuardOptions, cause: unknown): Promise<void> {
-  const found = await namesakes(opts);
+  // A client of its own, not one held for the worker's life: fencings are rare, and the admin is then idle.
+  const found = await withAdmin(opts.bootstrap, (admin) => namesakes(admin, opts), opts.kafka).catch(() => undefined);
   // This worker is one of the members listed; a second one with its client id is the other process.
   if (found && found.length >= 2) {
     throw duplicateInstance(opts, found, 'another process with it fenced this worker\'s producer, and this worker steps back (without fencing it in turn) so that exactly one of them goes on', cause);

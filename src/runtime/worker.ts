@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KafkaConsumer, LibrdKafkaError, Message, Producer, TopicPartitionOffset } from '@confluentinc/kafka-javascript';
-import { ensureTopics, fetchPartitionCounts, requireTopics, withAdmin, type TopicSpec } from '../kafka/admin.ts';
+import { ensureTopics, fetchPartitionCounts, requireTopics, withAdmin, type AdminClient, type TopicSpec } from '../kafka/admin.ts';
 import {
   abortTransaction,
   beginTransaction,
@@ -175,9 +175,16 @@ export class Worker extends EventEmitter {
       );
     }
     if (this.config.stateStore === 'persistent') this.persistentState = (await import('../state/lmdb-store.ts')).PersistentTaskState;
-    await this.prepareTopics();
-    // Before this worker's producer exists: its initTransactions would fence a live namesake mid-work.
-    await refuseLiveNamesake({ ...this.guardOptions(), sessionTimeoutMs: this.config.sessionTimeoutMs });
+    // One admin client for both: short-lived admin clients have been seen to crash the process on teardown (admin.ts).
+    await withAdmin(
+      this.config.bootstrap,
+      async (admin) => {
+        await this.prepareTopics(admin);
+        // Before this worker's producer exists: its initTransactions would fence a live namesake mid-work.
+        await refuseLiveNamesake(admin, { ...this.guardOptions(), sessionTimeoutMs: this.config.sessionTimeoutMs });
+      },
+      this.config.kafka,
+    );
     for (const { serde, ctx } of this.topology.serdeUsages()) {
       await serde.prepare?.(ctx, { registryUrl: this.config.registryUrl });
     }
@@ -225,24 +232,18 @@ export class Worker extends EventEmitter {
     await this.running?.catch(() => undefined);
   }
 
-  private async prepareTopics(): Promise<void> {
-    await withAdmin(
-      this.config.bootstrap,
-      async (admin) => {
-        const userSources = this.topology.topics.filter((t) => t.kind === 'source' && !t.internal).map((t) => t.name);
-        // With auto-creation off (the broker default in production) a produce to a missing topic only
-        // times out inside the transaction, which then aborts on every replay: say so at start instead.
-        const userOutputs = this.topology.topics.filter((t) => (t.kind === 'sink' || t.kind === 'dead-letter') && !t.internal).map((t) => t.name);
-        await requireTopics(admin, { source: userSources, output: userOutputs });
-        const counts = await fetchPartitionCounts(admin, userSources);
-        const internal = this.topology.resolvePartitions(counts).topics.filter((t) => t.internal);
-        const specs: TopicSpec[] = internal.map((t) => ({ name: t.name, partitions: t.partitions ?? 1, compact: t.cleanupPolicy === 'compact' }));
-        await ensureTopics(admin, specs);
-        this.partitionsByTopic = new Map([...counts, ...specs.map((t) => [t.name, t.partitions] as const)]);
-        for (const sub of this.topology.subtopologies) for (const t of sub.sourceTopics) this.subtopologyOf.set(t, sub.id);
-      },
-      this.config.kafka,
-    );
+  private async prepareTopics(admin: AdminClient): Promise<void> {
+    const userSources = this.topology.topics.filter((t) => t.kind === 'source' && !t.internal).map((t) => t.name);
+    // With auto-creation off (the broker default in production) a produce to a missing topic only
+    // times out inside the transaction, which then aborts on every replay: say so at start instead.
+    const userOutputs = this.topology.topics.filter((t) => (t.kind === 'sink' || t.kind === 'dead-letter') && !t.internal).map((t) => t.name);
+    await requireTopics(admin, { source: userSources, output: userOutputs });
+    const counts = await fetchPartitionCounts(admin, userSources);
+    const internal = this.topology.resolvePartitions(counts).topics.filter((t) => t.internal);
+    const specs: TopicSpec[] = internal.map((t) => ({ name: t.name, partitions: t.partitions ?? 1, compact: t.cleanupPolicy === 'compact' }));
+    await ensureTopics(admin, specs);
+    this.partitionsByTopic = new Map([...counts, ...specs.map((t) => [t.name, t.partitions] as const)]);
+    for (const sub of this.topology.subtopologies) for (const t of sub.sourceTopics) this.subtopologyOf.set(t, sub.id);
   }
 
   private async newProducer(): Promise<Producer> {
