@@ -76,7 +76,7 @@ import { upsert } from 'onceflow/effects';
 const app = new TopologyBuilder({ appId: 'shop' });
 app
   .stream('orders', { key: stringSerde, value: jsonSerde() })
-  .filter((o) => o.status === 'PAID')
+  .filter((_k, o) => o.status === 'PAID')
   .groupBy((_k, o) => o.customer, { key: stringSerde })
   .aggregate(() => 0, (_k, o, total) => total + o.amount, { state: jsonSerde(), name: 'paid' })
   .toStream()
@@ -113,14 +113,14 @@ const orderSerde: Serde<Order> = jsonSerde<Order>();
 const app = new TopologyBuilder({ appId: 'shop' });
 app
   .stream('orders', { key: stringSerde, value: orderSerde })
-  .filter((o) => o.status === 'PAID')
+  .filter((_k, o) => o.status === 'PAID')
   .groupBy((_k, o) => o.customer, { key: stringSerde })
   .aggregate(() => 0, (_k, o, total) => total + o.amount, { state: jsonSerde<number>(), name: 'paid' })
   .toStream()
   .to('totals', { key: stringSerde, value: jsonSerde<number>() });
 
 // @ts-expect-error the value type comes from the serde, so a field Order lacks is an error (and the API is not \`any\`)
-app.stream('returns', { key: stringSerde, value: orderSerde }).filter((o) => o.refunded);
+app.stream('returns', { key: stringSerde, value: orderSerde }).filter((_k, o) => o.refunded);
 
 const topics: readonly string[] = compile(app).topics.map((t) => t.name);
 const first: TestRecord<string, number> | undefined = new TopologyTestDriver(app).output<string, number>('totals').readRecords()[0];
