@@ -66,8 +66,9 @@ export const STAGE_KINDS: Readonly<Record<StageKind, StageKindInfo>> = {
 
 /**
  * One argument order for every stage, Kafka Streams' (key, value, ...extra): while filter took
- * (value, key) and groupBy (key, value), `filter((_k, o) => ...)` compiled under a loose reading and
- * silently tested the key. mapValues and flatMapValues see the value only.
+ * (value, key) and groupBy (key, value), the README's `filter((_k, o) => o.status === 'PAID')` read
+ * the key as the order and, run unchecked by tsx, dropped every record. mapValues and flatMapValues
+ * see the value only.
  */
 export type KeyValueFn = (key: unknown, value: unknown) => unknown;
 export type ValueOnlyFn = (value: unknown) => unknown;
