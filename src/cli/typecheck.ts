@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OnceflowError } from '../errors.ts';
+import { RUNTIME_ENV } from './config-sources.ts';
 import type { CheckOutcome } from './typecheck-program.ts';
 
 /**
@@ -82,7 +83,7 @@ function findUp(from: string, name: string, test: (p: string) => boolean): strin
 
 /** node_modules/.cache is where tools keep caches by convention: ignored by git, gone with node_modules. */
 function defaultCacheDir(fileDir: string): string {
-  const fromEnv = process.env.ONCEFLOW_CACHE_DIR;
+  const fromEnv = process.env[RUNTIME_ENV.typecheckCacheDir];
   if (fromEnv) return resolve(fromEnv);
   const modules = findUp(fileDir, 'node_modules', isDirectory);
   return modules ? join(modules, '.cache', 'onceflow') : join(tmpdir(), 'onceflow-cache');
