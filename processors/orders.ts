@@ -32,5 +32,5 @@ export function applyOrder(_customerId: string | null, order: Order, state: Cust
   return { paid, total };
 }
 
-export const eventIdOf = (o: Order): string => o.eventId;
-export const versionOf = (o: Order): number => o.version;
+export const eventIdOf = (_key: string | null, o: Order): string => o.eventId;
+export const versionOf = (_key: string | null, o: Order): number => o.version;

@@ -25,7 +25,7 @@ const apply = debitEffect(
 const app = new TopologyBuilder({ appId: 'payments' });
 app
   .stream(env.ONCEFLOW_PAYMENTS_INPUT ?? 'payments', { key: stringSerde, value: jsonSerde<DebitEvent>() })
-  .effect(`debit-${mode}`, (event, ctx) => apply(event, ctx.idempotencyKey), { idempotencyKey: (event) => event.eventId })
+  .effect(`debit-${mode}`, (_key, event, ctx) => apply(event, ctx.idempotencyKey), { idempotencyKey: (_key, event) => event.eventId })
   .mapValues((event): DebitApplied => ({ eventId: event.eventId, account: event.account, amount: event.amount, mode }))
   .to(env.ONCEFLOW_PAYMENTS_OUTPUT ?? 'payments-applied', { key: stringSerde, value: jsonSerde<DebitApplied>() });
 export default app;

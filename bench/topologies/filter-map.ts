@@ -22,7 +22,7 @@ export function filterMapTopology(opts: FilterMapOptions = {}): TopologyBuilder 
   const app = new TopologyBuilder({ appId: o.appId });
   app
     .stream(o.input, { key: stringSerde, value: jsonSerde<Order>() })
-    .filter((order) => order.status !== 'CANCELLED')
+    .filter((_key, order) => order.status !== 'CANCELLED')
     .mapValues((order): PricedOrder => ({ ...order, amountCents: order.amount * 100 }), { value: jsonSerde<PricedOrder>() })
     .to(o.output, { key: stringSerde, value: jsonSerde<PricedOrder>() });
   return app;

@@ -45,13 +45,14 @@ export const CONFIG_ENV: Readonly<Record<ScalarField, string>> = Object.fromEntr
 /** Names kept working from before the config layer existed (test harnesses set them). */
 const ENV_ALIASES: Readonly<Record<string, ScalarField>> = { ONCEFLOW_UNSAFE_OFFSETS_OUTSIDE_TXN: 'unsafeCommitOffsetsOutsideTransaction' };
 
-/** Process settings outside the worker schema: the CLI reads them for the health server and the logger. */
+/** Process settings outside the worker schema: the CLI reads them for the health server, the logger and the type check. */
 export const RUNTIME_ENV = {
   httpPort: 'ONCEFLOW_HTTP_PORT',
   dlqReadyThreshold: 'ONCEFLOW_DLQ_READY_THRESHOLD',
   dlqReadyIntervalMs: 'ONCEFLOW_DLQ_READY_INTERVAL_MS',
   logLevel: 'ONCEFLOW_LOG_LEVEL',
   logFormat: 'ONCEFLOW_LOG_FORMAT',
+  typecheckCacheDir: 'ONCEFLOW_CACHE_DIR',
 } as const;
 
 /** Every ONCEFLOW_* name onceflow reads, besides the `ONCEFLOW_KAFKA_*` passthrough prefix. */

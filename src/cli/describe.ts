@@ -4,6 +4,7 @@ import type { CompiledTopology } from '../graph/compiled.ts';
 import type { CompiledNode } from '../graph/types.ts';
 import { STAGE_KINDS } from '../dsl/nodes.ts';
 import { loadTopology } from '../dsl/load.ts';
+import { typecheckTopology } from './typecheck.ts';
 
 export type DescribeFormat = 'text' | 'json' | 'mermaid';
 
@@ -161,9 +162,12 @@ export interface DescribeFlags {
   readonly json?: boolean;
   readonly format?: DescribeFormat;
   readonly appId?: string;
+  /** false with --no-typecheck. */
+  readonly typecheck?: boolean;
 }
 
 export async function describeFile(file: string, flags: DescribeFlags): Promise<string> {
+  if (flags.typecheck !== false) await typecheckTopology(file);
   const builder = await loadTopology(file);
   const compiled = compile(builder, flags.appId !== undefined ? { appId: flags.appId } : {});
   return describeTopology(compiled, flags.json ? 'json' : (flags.format ?? 'text'));
@@ -178,6 +182,7 @@ export function registerDescribe(program: Command, io: { readonly write?: (text:
     .option('--json', 'same as --format json')
     .addOption(new Option('--format <format>', 'output format').choices([...DESCRIBE_FORMATS]).default('text'))
     .option('--app-id <id>', "overrides the topology's app id (changes internal topic names)")
+    .option('--no-typecheck', 'load the topology without type-checking it first')
     .action(async (file: string, flags: DescribeFlags) => {
       write(`${await describeFile(file, flags)}\n`);
     });

@@ -6,14 +6,18 @@ import { runtimeTopology } from '../runtime/worker-topology.ts';
 import { attachLogging, createLogger, startObservability, type ObservabilityServer } from '../observability/index.ts';
 import { addConfigOptions, configFlagsFrom, type ConfigCommandOptions } from './config.ts';
 import { resolveRuntimeOptions, resolveWorkerConfigInput, type RuntimeFlags } from './config-sources.ts';
+import { typecheckTopology } from './typecheck.ts';
 
 interface RunOptions extends ConfigCommandOptions, RuntimeFlags {
   readonly events?: boolean;
   readonly metricsPort?: string;
+  /** false with --no-typecheck. */
+  readonly typecheck?: boolean;
 }
 
 /** Compiles a topology file into a worker; the config comes from flags over env over a file. */
 export async function workerForFile(file: string, opts: RunOptions, env: NodeJS.ProcessEnv = process.env): Promise<Worker> {
+  if (opts.typecheck !== false) await typecheckTopology(file);
   const builder = await loadTopology(file);
   const input = resolveWorkerConfigInput({ ...(opts.config ? { file: opts.config } : {}), env, flags: configFlagsFrom(opts) });
   const topology = compile(builder, input.appId ? { appId: input.appId } : {});
@@ -28,7 +32,8 @@ export function registerRun(program: Command): void {
     .option('--metrics-port <port>', 'the same as --http-port (the name Prometheus set-ups look for)')
     .option('--log-level <level>', 'trace | debug | info | warn | error (env ONCEFLOW_LOG_LEVEL)')
     .option('--log-format <format>', 'json | pretty (env ONCEFLOW_LOG_FORMAT; default pretty on a terminal)')
-    .option('--events', 'print each lifecycle event (commits included) as a JSON line on stdout');
+    .option('--events', 'print each lifecycle event (commits included) as a JSON line on stdout')
+    .option('--no-typecheck', 'load the topology without type-checking it first (a pass is cached, so a restart is not slowed)');
   addConfigOptions(command).action(async (file: string, opts: RunOptions) => {
     const runtime = resolveRuntimeOptions(process.env, { ...opts, httpPort: opts.httpPort ?? opts.metricsPort }, process.stderr.isTTY);
     const worker = await workerForFile(file, opts);

@@ -1,5 +1,5 @@
 import type { Serde } from '../serdes/serde.ts';
-import type { KeyValueFn, NodeDef, StageSpec, ValueFn } from './nodes.ts';
+import type { KeyValueFn, NodeDef, StageSpec, ValueOnlyFn } from './nodes.ts';
 import type {
   AggregateOptions,
   CountOptions,
@@ -68,7 +68,7 @@ export class TopologyBuilder {
   stream<V>(topic: string, opts: SourceOptions<null, V>): Stream<null, V>;
   stream<K, V>(topic: string, opts: SourceOptions<K, V>): Stream<K, V> {
     const spec: StageSpec = opts.timestamp
-      ? { kind: 'source', topic, timestamp: opts.timestamp as (v: unknown, k: unknown, ts: number) => number }
+      ? { kind: 'source', topic, timestamp: opts.timestamp as (k: unknown, v: unknown, ts: number) => number }
       : { kind: 'source', topic };
     const index = this.addNode(spec, [], opts.name, sd(opts.key) as AnySerde | undefined, sd(opts.value) as AnySerde);
     return new Stream<K, V>(this, index, sd(opts.key), sd(opts.value));
@@ -87,7 +87,10 @@ export function isTopologyBuilder(x: unknown): x is TopologyBuilder {
   return typeof x === 'object' && x !== null && (x as { [TOPOLOGY_BUILDER_BRAND]?: unknown })[TOPOLOGY_BUILDER_BRAND] === true;
 }
 
-/** A record stream with keys K and values V. */
+/**
+ * A record stream with keys K and values V. Every function given a record's key takes `(key, value)`
+ * first, then any extra argument; `mapValues`, `flatMapValues` and `reduce` take values only.
+ */
 export class Stream<K, V> {
   /** @internal */
   constructor(
@@ -102,28 +105,29 @@ export class Stream<K, V> {
     return new Stream<K2, V2>(this.builder, index, key, value);
   }
 
-  filter(predicate: (value: V, key: K) => boolean, opts?: NamedOptions): Stream<K, V> {
-    return this.#next({ kind: 'filter', fn: predicate as ValueFn, negate: false }, opts, this.keySerde, this.valueSerde);
+  filter(predicate: (key: K, value: V) => boolean, opts?: NamedOptions): Stream<K, V> {
+    return this.#next({ kind: 'filter', fn: predicate as KeyValueFn, negate: false }, opts, this.keySerde, this.valueSerde);
   }
 
-  filterNot(predicate: (value: V, key: K) => boolean, opts?: NamedOptions): Stream<K, V> {
-    return this.#next({ kind: 'filter', fn: predicate as ValueFn, negate: true }, opts, this.keySerde, this.valueSerde);
+  filterNot(predicate: (key: K, value: V) => boolean, opts?: NamedOptions): Stream<K, V> {
+    return this.#next({ kind: 'filter', fn: predicate as KeyValueFn, negate: true }, opts, this.keySerde, this.valueSerde);
   }
 
   map<K2, V2>(fn: (key: K, value: V) => KeyValue<K2, V2>, opts?: KeyValueSerdeOptions<K2, V2>): Stream<K2, V2> {
     return this.#next({ kind: 'map', fn: fn as KeyValueFn }, opts, sd(opts?.key), sd(opts?.value));
   }
 
-  mapValues<W>(fn: (value: V, key: K) => W, opts?: ValueSerdeOptions<W>): Stream<K, W> {
-    return this.#next({ kind: 'mapValues', fn: fn as ValueFn }, opts, this.keySerde, sd(opts?.value));
+  /** Sees the value only. A function that needs the key is a `map`, after which a stateful stage repartitions (the key may have changed). */
+  mapValues<W>(fn: (value: V) => W, opts?: ValueSerdeOptions<W>): Stream<K, W> {
+    return this.#next({ kind: 'mapValues', fn: fn as ValueOnlyFn }, opts, this.keySerde, sd(opts?.value));
   }
 
   flatMap<K2, V2>(fn: (key: K, value: V) => Iterable<KeyValue<K2, V2>>, opts?: KeyValueSerdeOptions<K2, V2>): Stream<K2, V2> {
     return this.#next({ kind: 'flatMap', fn: fn as KeyValueFn }, opts, sd(opts?.key), sd(opts?.value));
   }
 
-  flatMapValues<W>(fn: (value: V, key: K) => Iterable<W>, opts?: ValueSerdeOptions<W>): Stream<K, W> {
-    return this.#next({ kind: 'flatMapValues', fn: fn as ValueFn }, opts, this.keySerde, sd(opts?.value));
+  flatMapValues<W>(fn: (value: V) => Iterable<W>, opts?: ValueSerdeOptions<W>): Stream<K, W> {
+    return this.#next({ kind: 'flatMapValues', fn: fn as ValueOnlyFn }, opts, this.keySerde, sd(opts?.value));
   }
 
   selectKey<K2>(fn: (key: K, value: V) => K2, opts?: KeySerdeOptions<K2>): Stream<K2, V> {
@@ -132,11 +136,11 @@ export class Stream<K, V> {
 
   /** Routes each record to the first branch whose predicate holds; others go to `default` if named, else are dropped. */
   branch<N extends string, D extends string = never>(
-    predicates: { readonly [P in N]: (value: V, key: K) => boolean },
+    predicates: { readonly [P in N]: (key: K, value: V) => boolean },
     opts?: NamedOptions & { readonly default?: D },
   ): { readonly [P in N | D]: Stream<K, V> } {
-    const entries = Object.entries(predicates) as [string, (value: V, key: K) => boolean][];
-    const branches = entries.map(([name, fn]) => ({ name, fn: fn as ValueFn }));
+    const entries = Object.entries(predicates) as [string, (key: K, value: V) => boolean][];
+    const branches = entries.map(([name, fn]) => ({ name, fn: fn as KeyValueFn }));
     if (opts?.default !== undefined) branches.push({ name: opts.default, fn: () => true });
     const branchNode = this.#next<K, V>({ kind: 'branch', branches }, opts, this.keySerde, this.valueSerde);
     const out: Record<string, Stream<K, V>> = {};
@@ -153,22 +157,22 @@ export class Stream<K, V> {
     return this.#next({ kind: 'merge' }, opts, key, value, [other.nodeIndex]);
   }
 
-  peek(fn: (value: V, key: K) => void, opts?: NamedOptions): Stream<K, V> {
-    return this.#next({ kind: 'peek', fn: fn as ValueFn }, opts, this.keySerde, this.valueSerde);
+  peek(fn: (key: K, value: V) => void, opts?: NamedOptions): Stream<K, V> {
+    return this.#next({ kind: 'peek', fn: fn as KeyValueFn }, opts, this.keySerde, this.valueSerde);
   }
 
   /**
    * Inbox pattern kept inside Kafka: remembers each id (with the stream time it was first seen) in a
    * changelogged store and drops records whose id was seen less than `ttlMs` ago.
    */
-  dedupe(idFn: (value: V, key: K) => string, opts: DedupeOptions): Stream<K, V> {
-    const spec: StageSpec = { kind: 'dedupe', fn: idFn as ValueFn, ttlMs: opts.ttlMs, ...(opts.store !== undefined ? { store: opts.store } : {}) };
+  dedupe(idFn: (key: K, value: V) => string, opts: DedupeOptions): Stream<K, V> {
+    const spec: StageSpec = { kind: 'dedupe', fn: idFn as KeyValueFn, ttlMs: opts.ttlMs, ...(opts.store !== undefined ? { store: opts.store } : {}) };
     return this.#next(spec, opts, this.keySerde, this.valueSerde);
   }
 
   /** Version guard: passes a record only if its version is greater than the last one passed for its key. */
-  latestByVersion(versionFn: (value: V, key: K) => number, opts?: LatestByVersionOptions): Stream<K, V> {
-    const spec: StageSpec = { kind: 'latestByVersion', fn: versionFn as ValueFn, ...(opts?.store !== undefined ? { store: opts.store } : {}) };
+  latestByVersion(versionFn: (key: K, value: V) => number, opts?: LatestByVersionOptions): Stream<K, V> {
+    const spec: StageSpec = { kind: 'latestByVersion', fn: versionFn as KeyValueFn, ...(opts?.store !== undefined ? { store: opts.store } : {}) };
     return this.#next(spec, opts, this.keySerde, this.valueSerde);
   }
 
@@ -176,11 +180,11 @@ export class Stream<K, V> {
    * A side effect outside Kafka (HTTP call, database write). It is at-least-once: after a crash or an
    * aborted transaction it runs again with the same idempotency key, which the target must dedupe on.
    */
-  effect(name: string, fn: (value: V, ctx: EffectContext<K>) => Promise<unknown>, opts?: EffectOptions<K, V>): Stream<K, V> {
+  effect(name: string, fn: (key: K, value: V, ctx: EffectContext<K>) => Promise<unknown>, opts?: EffectOptions<K, V>): Stream<K, V> {
     const spec: StageSpec = {
       kind: 'effect',
-      fn: fn as (value: unknown, ctx: EffectContext<unknown>) => Promise<unknown>,
-      ...(opts?.idempotencyKey ? { idempotencyKey: opts.idempotencyKey as ValueFn } : {}),
+      fn: fn as (key: unknown, value: unknown, ctx: EffectContext<unknown>) => Promise<unknown>,
+      ...(opts?.idempotencyKey ? { idempotencyKey: opts.idempotencyKey as KeyValueFn } : {}),
       ...(opts?.retry ? { retry: opts.retry } : {}),
     };
     return this.#next(spec, { name }, this.keySerde, this.valueSerde);

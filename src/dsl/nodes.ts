@@ -64,24 +64,30 @@ export const STAGE_KINDS: Readonly<Record<StageKind, StageKindInfo>> = {
   repartitionSource: { label: 'SOURCE', boundary: 'transactional', role: 'source', changesKey: false },
 };
 
-export type ValueFn = (value: unknown, key: unknown) => unknown;
+/**
+ * One argument order for every stage, Kafka Streams' (key, value, ...extra): while filter took
+ * (value, key) and groupBy (key, value), the README's `filter((_k, o) => o.status === 'PAID')` read
+ * the key as the order and, run unchecked by tsx, dropped every record. mapValues and flatMapValues
+ * see the value only.
+ */
 export type KeyValueFn = (key: unknown, value: unknown) => unknown;
+export type ValueOnlyFn = (value: unknown) => unknown;
 
 export type StageSpec =
-  | { readonly kind: 'source'; readonly topic: string; readonly timestamp?: (value: unknown, key: unknown, ts: number) => number }
-  | { readonly kind: 'filter'; readonly fn: ValueFn; readonly negate: boolean }
+  | { readonly kind: 'source'; readonly topic: string; readonly timestamp?: (key: unknown, value: unknown, ts: number) => number }
+  | { readonly kind: 'filter'; readonly fn: KeyValueFn; readonly negate: boolean }
   | { readonly kind: 'map'; readonly fn: KeyValueFn }
-  | { readonly kind: 'mapValues'; readonly fn: ValueFn }
+  | { readonly kind: 'mapValues'; readonly fn: ValueOnlyFn }
   | { readonly kind: 'flatMap'; readonly fn: KeyValueFn }
-  | { readonly kind: 'flatMapValues'; readonly fn: ValueFn }
+  | { readonly kind: 'flatMapValues'; readonly fn: ValueOnlyFn }
   | { readonly kind: 'selectKey'; readonly fn: KeyValueFn }
   | { readonly kind: 'groupBy'; readonly fn: KeyValueFn }
-  | { readonly kind: 'branch'; readonly branches: readonly { readonly name: string; readonly fn: ValueFn }[] }
+  | { readonly kind: 'branch'; readonly branches: readonly { readonly name: string; readonly fn: KeyValueFn }[] }
   | { readonly kind: 'branchChild'; readonly branch: string }
   | { readonly kind: 'merge' }
-  | { readonly kind: 'peek'; readonly fn: ValueFn }
-  | { readonly kind: 'dedupe'; readonly fn: ValueFn; readonly ttlMs: number; readonly store?: string }
-  | { readonly kind: 'latestByVersion'; readonly fn: ValueFn; readonly store?: string }
+  | { readonly kind: 'peek'; readonly fn: KeyValueFn }
+  | { readonly kind: 'dedupe'; readonly fn: KeyValueFn; readonly ttlMs: number; readonly store?: string }
+  | { readonly kind: 'latestByVersion'; readonly fn: KeyValueFn; readonly store?: string }
   | {
       readonly kind: 'aggregate';
       readonly mode: 'aggregate' | 'reduce' | 'count';
@@ -100,8 +106,8 @@ export type StageSpec =
   | { readonly kind: 'deadLetter'; readonly reason?: string }
   | {
       readonly kind: 'effect';
-      readonly fn: (value: unknown, ctx: EffectContext<unknown>) => Promise<unknown>;
-      readonly idempotencyKey?: ValueFn;
+      readonly fn: (key: unknown, value: unknown, ctx: EffectContext<unknown>) => Promise<unknown>;
+      readonly idempotencyKey?: KeyValueFn;
       readonly retry?: Partial<RetryPolicy>;
     };
 

@@ -46,7 +46,7 @@ export interface SourceOptions<K, V> extends NamedOptions {
   readonly key?: Serde<K>;
   readonly value: Serde<V>;
   /** Event time of a record; defaults to the Kafka record timestamp. */
-  readonly timestamp?: (value: V, key: K, recordTimestamp: number) => number;
+  readonly timestamp?: (key: K, value: V, recordTimestamp: number) => number;
 }
 
 export interface SinkOptions<K, V> extends NamedOptions {
@@ -68,7 +68,7 @@ export interface EffectContext<K> {
 }
 
 export interface EffectOptions<K, V> {
-  readonly idempotencyKey?: (value: V, key: K) => string;
+  readonly idempotencyKey?: (key: K, value: V) => string;
   readonly retry?: Partial<RetryPolicy>;
 }
 

@@ -267,7 +267,7 @@ export class SourceNode extends RtNode {
     let ts = rec.timestamp;
     if (this.#extract) {
       try {
-        ts = this.#extract(value, key, rec.timestamp);
+        ts = this.#extract(key, value, rec.timestamp);
       } catch (e) {
         throw new StageFailure(this.name, e, 1, 'TIMESTAMP_EXTRACTION_FAILED');
       }
@@ -281,7 +281,7 @@ export class SourceNode extends RtNode {
 class FilterNode extends RtNode {
   readonly #spec = this.node.spec as Spec<'filter'>;
   protected apply(key: unknown, value: unknown): Step {
-    const keep = this.checkSync(this.#spec.fn(value, key));
+    const keep = this.checkSync(this.#spec.fn(key, value));
     if (Boolean(keep) !== this.#spec.negate) return this.forward(key, value);
   }
 }
@@ -297,7 +297,7 @@ class MapNode extends RtNode {
 class MapValuesNode extends RtNode {
   readonly #fn = (this.node.spec as Spec<'mapValues'>).fn;
   protected apply(key: unknown, value: unknown): Step {
-    return this.forward(key, this.checkSync(this.#fn(value, key)));
+    return this.forward(key, this.checkSync(this.#fn(value)));
   }
 }
 
@@ -319,7 +319,7 @@ class FlatMapNode extends RtNode {
 class FlatMapValuesNode extends RtNode {
   readonly #fn = (this.node.spec as Spec<'flatMapValues'>).fn;
   protected apply(key: unknown, value: unknown): Step {
-    const it = this.checkSync(this.#fn(value, key)) as Iterable<unknown>;
+    const it = this.checkSync(this.#fn(value)) as Iterable<unknown>;
     return this.forwardValues(key, Array.isArray(it) ? it : [...it], 0);
   }
 }
@@ -333,7 +333,7 @@ class PassThroughNode extends RtNode {
 class PeekNode extends RtNode {
   readonly #fn = (this.node.spec as Spec<'peek'>).fn;
   protected apply(key: unknown, value: unknown): Step {
-    this.checkSync(this.#fn(value, key));
+    this.checkSync(this.#fn(key, value));
     return this.forward(key, value);
   }
 }
@@ -344,7 +344,7 @@ class BranchNode extends RtNode {
   protected apply(key: unknown, value: unknown): Step {
     const bs = this.#branches;
     for (let i = 0; i < bs.length; i++) {
-      if (this.checkSync(bs[i]!.fn(value, key))) return this.children[i]!.run(key, value);
+      if (this.checkSync(bs[i]!.fn(key, value))) return this.children[i]!.run(key, value);
     }
   }
 }
@@ -385,14 +385,14 @@ class EffectNode extends RtNode {
       }
     }
     let idempotencyKey: string;
-    if (this.#spec.idempotencyKey) idempotencyKey = String(this.#spec.idempotencyKey(value, key));
+    if (this.#spec.idempotencyKey) idempotencyKey = String(this.#spec.idempotencyKey(key, value));
     else {
       // a record that fans out reaches the effect several times; number the calls so keys stay distinct and stable
       idempotencyKey = `${rec.topic}-${rec.partition}-${rec.offset}`;
       if (this.#fanout > 0) idempotencyKey += `#${this.#fanout}`;
     }
     const ectx: EffectContext<unknown> = { idempotencyKey, key, topic: rec.topic, partition: rec.partition, offset: rec.offset, timestamp: this.ctx.timestamp, attempt };
-    const p = this.#spec.fn(value, ectx);
+    const p = this.#spec.fn(key, value, ectx);
     if (!isThenable(p)) return this.forward(key, value);
     return Promise.resolve(p).then(() => this.forward(key, value));
   }
@@ -446,7 +446,7 @@ class DedupeNode extends StatefulNode {
   }
 
   protected apply(key: unknown, value: unknown): Step {
-    const id = String(this.checkSync(this.#spec.fn(value, key)));
+    const id = String(this.checkSync(this.#spec.fn(key, value)));
     this.#expire();
     const now = this.ctx.streamTime;
     const kb = Buffer.from(id, 'utf8');
@@ -468,7 +468,7 @@ class LatestByVersionNode extends StatefulNode {
       this.ctx.metrics.nullKeysDropped++;
       return;
     }
-    const version = Number(this.checkSync(this.#fn(value, key)));
+    const version = Number(this.checkSync(this.#fn(key, value)));
     const kb = this.keyBytes(key);
     const cur = this.store.get(kb);
     if (cur !== undefined && !(version > (this.storeSpec.valueSerde.deserialize(cur, this.valueCtx) as number))) {

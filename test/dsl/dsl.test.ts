@@ -41,8 +41,8 @@ test('types flow through the stages (checked by tsc)', () => {
 test('streams are immutable handles: one stream can feed several independent pipelines', () => {
   const app = new TopologyBuilder({ appId: 'fan' });
   const s = app.stream('in', { key: stringSerde, value: jsonSerde<Order>() });
-  s.filter((o) => o.amount > 10).to('big');
-  s.filterNot((o) => o.amount > 10).to('small');
+  s.filter((_k, o) => o.amount > 10).to('big');
+  s.filterNot((_k, o) => o.amount > 10).to('small');
   s.mapValues((o) => o.amount * 2, { value: jsonSerde<number>() }).to('doubled');
   const driver = new TopologyTestDriver(app);
   const input = driver.input<string, Order>('in');
@@ -59,7 +59,7 @@ test('map, flatMap, flatMapValues, merge and peek', () => {
   const a = app.stream('a', { key: stringSerde, value: stringSerde });
   const b = app.stream('b', { key: stringSerde, value: stringSerde });
   a.merge(b)
-    .peek((v, k) => void seen.push(`${k}=${v}`))
+    .peek((k, v) => void seen.push(`${k}=${v}`))
     .flatMap<string, string>((k, v) => [[`${k}1`, v ?? ""] as const, [`${k}2`, `${v}!`] as const], { key: stringSerde, value: stringSerde })
     .flatMapValues((v) => (v.endsWith('!') ? [v] : []))
     .map((k, v) => [v, k] as const, { key: stringSerde, value: stringSerde })
@@ -98,4 +98,47 @@ test('reduce keeps the first value and folds the rest', () => {
   const driver = new TopologyTestDriver(app);
   for (const n of [3, 9, 4]) driver.input<string, number>('in').pipe('k', n);
   assert.deepEqual(driver.output('out').readValues(), [3, 9, 9]);
+});
+
+test('every stage function that sees the key gets (key, value, ...extra); mapValues and flatMapValues get the value alone', async () => {
+  // The engine stores stage functions with unknown parameters, so only running them shows the order it passes.
+  const calls: Record<string, unknown[]> = {};
+  const spy = <R>(name: string, result: R) => (...args: unknown[]): R => {
+    calls[name] = args.map((a) => (typeof a === 'object' && a !== null && 'idempotencyKey' in a ? 'ctx' : a));
+    return result;
+  };
+  const app = new TopologyBuilder({ appId: 'order-of-args' });
+  const s = app.stream('in', { key: stringSerde, value: stringSerde, timestamp: spy('timestamp', 7) });
+  const kept = s
+    .filter(spy('filter', true))
+    .filterNot(spy('filterNot', false))
+    .peek(spy('peek', undefined))
+    .dedupe(spy('dedupe', 'id'), { ttlMs: 1_000 })
+    .latestByVersion(spy('latestByVersion', 1))
+    .effect('fx', spy('effect', Promise.resolve()), { idempotencyKey: spy('idempotencyKey', 'ik') })
+    .branch({ only: spy('branch', true) }).only.mapValues(spy('mapValues', 'v2'))
+    .flatMapValues(spy('flatMapValues', ['v3']))
+    .selectKey(spy('selectKey', 'k2'), { key: stringSerde })
+    .map(spy<readonly [string, string]>('map', ['k3', 'v4']), { key: stringSerde, value: stringSerde })
+    .flatMap(spy<(readonly [string, string])[]>('flatMap', [['k4', 'v5']]), { key: stringSerde, value: stringSerde });
+  kept.groupBy(spy('groupBy', 'g'), { key: stringSerde }).aggregate(() => 'init', spy('aggregate', 'agg'), { state: stringSerde, name: 'agg' });
+  await new TopologyTestDriver(app).input<string, string>('in').pipe('K', 'V', { timestamp: 5 });
+  assert.deepEqual(calls, {
+    timestamp: ['K', 'V', 5],
+    filter: ['K', 'V'],
+    filterNot: ['K', 'V'],
+    peek: ['K', 'V'],
+    dedupe: ['K', 'V'],
+    latestByVersion: ['K', 'V'],
+    idempotencyKey: ['K', 'V'],
+    effect: ['K', 'V', 'ctx'],
+    branch: ['K', 'V'],
+    mapValues: ['V'],
+    flatMapValues: ['v2'],
+    selectKey: ['K', 'v3'],
+    map: ['k2', 'v3'],
+    flatMap: ['k3', 'v4'],
+    groupBy: ['k4', 'v5'],
+    aggregate: ['g', 'v5', 'init'],
+  });
 });

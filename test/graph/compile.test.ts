@@ -19,7 +19,7 @@ test('re-keying before a stateful stage splits the topology at a repartition top
 
 test('grouping by the existing key needs no repartition', () => {
   const app = new TopologyBuilder({ appId: 'a' });
-  app.stream('in', { key: stringSerde, value: jsonSerde<{ n: number }>() }).filter((v) => v.n > 0).groupByKey().count({ name: 'c' }).toStream().to('out');
+  app.stream('in', { key: stringSerde, value: jsonSerde<{ n: number }>() }).filter((_k, v) => v.n > 0).groupByKey().count({ name: 'c' }).toStream().to('out');
   const c = compile(app);
   assert.equal(c.subtopologies.length, 1);
   assert.deepEqual(c.topics.map((t) => t.kind), ['source', 'sink', 'changelog', 'dead-letter']);

@@ -69,7 +69,7 @@ test('a stateful stage on a keyless stream is refused until the stream is re-key
   assert.equal(compile(ok).subtopologies.length, 2);
 
   const lbv = new TopologyBuilder({ appId: 'a' });
-  lbv.stream('in', { value: json }).latestByVersion((v) => v.n, { name: 'v' });
+  lbv.stream('in', { value: json }).latestByVersion((_k, v) => v.n, { name: 'v' });
   expectError(() => compile(lbv), 'STATEFUL_STAGE_WITHOUT_KEY', 'latestByVersion', 'node v');
 });
 
@@ -125,7 +125,7 @@ test('other option errors: duplicate source topics, bad topic names, empty topol
   expectError(() => compile(new TopologyBuilder({ appId: 'a' })), 'EMPTY_TOPOLOGY', 'no source stream');
 
   const ttl = new TopologyBuilder({ appId: 'a' });
-  ttl.stream('in', { key: stringSerde, value: json }).dedupe((v) => v.id, { ttlMs: 0, name: 'd' });
+  ttl.stream('in', { key: stringSerde, value: json }).dedupe((_k, v) => v.id, { ttlMs: 0, name: 'd' });
   expectError(() => compile(ttl), 'INVALID_STAGE_OPTION', 'ttlMs', 'node d');
 
   const retry = new TopologyBuilder({ appId: 'a', retry: { maxAttempts: 0 } });

@@ -6,7 +6,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { projectRoot } from '../../src/kafka/paths.ts';
@@ -76,7 +76,7 @@ import { upsert } from 'onceflow/effects';
 const app = new TopologyBuilder({ appId: 'shop' });
 app
   .stream('orders', { key: stringSerde, value: jsonSerde() })
-  .filter((o) => o.status === 'PAID')
+  .filter((_k, o) => o.status === 'PAID')
   .groupBy((_k, o) => o.customer, { key: stringSerde })
   .aggregate(() => 0, (_k, o, total) => total + o.amount, { state: jsonSerde(), name: 'paid' })
   .toStream()
@@ -113,14 +113,14 @@ const orderSerde: Serde<Order> = jsonSerde<Order>();
 const app = new TopologyBuilder({ appId: 'shop' });
 app
   .stream('orders', { key: stringSerde, value: orderSerde })
-  .filter((o) => o.status === 'PAID')
+  .filter((_k, o) => o.status === 'PAID')
   .groupBy((_k, o) => o.customer, { key: stringSerde })
   .aggregate(() => 0, (_k, o, total) => total + o.amount, { state: jsonSerde<number>(), name: 'paid' })
   .toStream()
   .to('totals', { key: stringSerde, value: jsonSerde<number>() });
 
 // @ts-expect-error the value type comes from the serde, so a field Order lacks is an error (and the API is not \`any\`)
-app.stream('returns', { key: stringSerde, value: orderSerde }).filter((o) => o.refunded);
+app.stream('returns', { key: stringSerde, value: orderSerde }).filter((_k, o) => o.refunded);
 
 const topics: readonly string[] = compile(app).topics.map((t) => t.name);
 const first: TestRecord<string, number> | undefined = new TopologyTestDriver(app).output<string, number>('totals').readRecords()[0];
@@ -195,5 +195,16 @@ describe(`the packed ${pkg.name} tarball, installed into a project of its own`, 
     assert.equal(json.subtopologies.length, 2);
     assert.ok(json.topics.some((t) => t.name === 'scratch-shop-spent-repartition'));
     assert.ok(!existsSync(join(app, 'node_modules', pkg.name, 'src')), 'the installed package has src/, so the bin would run it instead of dist/');
+  });
+
+  it('the installed CLI type-checks the topology first: a wrong lambda is a compile error, a pass is cached under node_modules/.cache', () => {
+    const entries = readdirSync(join(app, 'node_modules', '.cache', 'onceflow', 'typecheck'));
+    assert.equal(entries.filter((f) => f.endsWith('.json')).length, 1, `one entry, for topology.ts: ${entries.join(', ')}`);
+    writeFileSync(join(app, 'wrong.ts'), topology.replace('.groupBy((_k, o) => o.customer', '.groupBy((o) => o.customer'));
+    const r = spawnSync('npx', ['--no-install', 'onceflow', 'describe', 'wrong.ts'], { cwd: app, encoding: 'utf8' });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /^onceflow: error \[TOPOLOGY_TYPE_ERROR\]: wrong\.ts does not type-check/);
+    assert.match(r.stderr, /^wrong\.ts:8:\d+ - error TS\d+: /m);
+    assert.doesNotMatch(r.stderr, /^\s+at /m);
   });
 });

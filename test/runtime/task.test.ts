@@ -176,7 +176,7 @@ test('exhausted retries and PermanentError dead-letter the record with the attem
   const app = new TopologyBuilder({ appId: 'rt', retry: { maxAttempts: 3, initialBackoffMs: 100, maxBackoffMs: 150 } });
   app
     .stream('in', { key: stringSerde, value: stringSerde })
-    .filter((v) => {
+    .filter((_k, v) => {
       if (v === 'retry') throw new RetriableError('still down');
       if (v === 'perm') throw new PermanentError('bad input', { code: 'BAD_INPUT' });
       return true;
@@ -223,8 +223,8 @@ test('effect stages get an idempotency key that is the same on every replay', as
   const seen: string[] = [];
   const app = new TopologyBuilder({ appId: 'fx' });
   const s = app.stream('in', { key: stringSerde, value: jsonSerde<{ id: string; items: number[] }>() });
-  s.effect('by-offset', async (_v, ctx) => void seen.push(`offset:${ctx.idempotencyKey}`)).flatMapValues((v) => v.items).effect('per-item', async (item, ctx) => void seen.push(`item:${item}:${ctx.idempotencyKey}`));
-  s.effect('by-id', async (_v, ctx) => void seen.push(`id:${ctx.idempotencyKey}:${ctx.attempt}`), { idempotencyKey: (v) => v.id });
+  s.effect('by-offset', async (_k, _v, ctx) => void seen.push(`offset:${ctx.idempotencyKey}`)).flatMapValues((v) => v.items).effect('per-item', async (_k, item, ctx) => void seen.push(`item:${item}:${ctx.idempotencyKey}`));
+  s.effect('by-id', async (_k, _v, ctx) => void seen.push(`id:${ctx.idempotencyKey}:${ctx.attempt}`), { idempotencyKey: (_k, v) => v.id });
   const driver = new TopologyTestDriver(app, { autoCommit: false });
   const input = driver.input<string, { id: string; items: number[] }>('in');
   await input.pipe('k', { id: 'order-1', items: [1, 2] });
@@ -266,7 +266,7 @@ test('records of topics the task does not read are refused', () => {
 
 test('toDeadLetter routes records of a branch and branches route by first matching predicate', () => {
   const app = new TopologyBuilder({ appId: 'br' });
-  const b = app.stream('in', { key: stringSerde, value: jsonSerde<{ n: number }>() }).branch({ neg: (v) => v.n < 0, small: (v) => v.n < 10 }, { default: 'big', name: 'split' });
+  const b = app.stream('in', { key: stringSerde, value: jsonSerde<{ n: number }>() }).branch({ neg: (_k, v) => v.n < 0, small: (_k, v) => v.n < 10 }, { default: 'big', name: 'split' });
   b.neg.toDeadLetter({ reason: 'negative amount' });
   b.small.to('small');
   b.big.to('big');

@@ -155,7 +155,7 @@ test('describe json carries sub-topologies, stores, topics and the EOS boundary 
 test('effect stages are marked outside the transaction, with where their idempotency key comes from', () => {
   const app = new TopologyBuilder({ appId: 'fx' });
   const s = app.stream('in', { key: stringSerde, value: jsonSerde<{ id: string }>() });
-  s.effect('notify', async () => undefined, { idempotencyKey: (v) => v.id }).to('out');
+  s.effect('notify', async () => undefined, { idempotencyKey: (_k, v) => v.id }).to('out');
   s.effect('audit', async () => undefined).to('audit');
   const c = compile(app);
   const text = describeTopology(c, 'text');
