@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { withAdmin, type ClientOptions } from '../kafka/admin.ts';
-import { WorkerError } from './txn-errors.ts';
+import { withAdmin, type AdminClient, type ClientOptions } from '../kafka/admin.ts';
+import { WorkerError } from './errors.ts';
 
 /** A member of the application's consumer group, as the group coordinator describes it. */
 export interface GroupMember {
@@ -15,12 +15,14 @@ export interface InstanceGuardOptions {
   /** Every client of a worker uses its transactional id as client.id: that is how a namesake is recognised. */
   readonly transactionalId: string;
   readonly kafka: ClientOptions;
+  /** How to reach an admin client; the real one by default. */
+  readonly withAdmin?: <T>(bootstrap: string, fn: (admin: AdminClient) => Promise<T>, kafka: ClientOptions) => Promise<T>;
 }
 
 /** Members of the group whose client id is this worker's transactional id; undefined when the group cannot be described. */
 export async function namesakes(opts: InstanceGuardOptions): Promise<GroupMember[] | undefined> {
   try {
-    return await withAdmin(
+    return await (opts.withAdmin ?? withAdmin)(
       opts.bootstrap,
       async (admin) => {
         const group = (await admin.describeGroups([opts.groupId])).groups[0];

@@ -12,6 +12,7 @@ import { splitWindowStoreKey, windowStartsFor, windowStoreKey } from '../state/w
 import { PermanentError, RetriableError } from '../core/stage-errors.ts';
 import { AsyncStageResultError, StageFailure } from './task-errors.ts';
 import { checkRecordSize } from '../core/record-size.ts';
+import { DEAD_LETTER } from '../core/headers.ts';
 
 /** void on the synchronous fast path; a Promise only when something async is involved. */
 export type Step = void | Promise<void>;
@@ -127,15 +128,15 @@ export class TaskContext {
       timestamp: rec.timestamp,
       headers: [
         ...rec.headers,
-        header('onceflow.error.code', code),
-        header('onceflow.error.message', message),
-        header('onceflow.error.stack', stack.length > MAX_STACK ? stack.slice(0, MAX_STACK) : stack),
-        header('onceflow.error.attempts', String(attempts)),
-        header('onceflow.source.topic', rec.topic),
-        header('onceflow.source.partition', String(rec.partition)),
-        header('onceflow.source.offset', String(rec.offset)),
-        header('onceflow.error.stage', stage),
-        header('onceflow.error.time', String(this.env.now())),
+        header(DEAD_LETTER.code, code),
+        header(DEAD_LETTER.message, message),
+        header(DEAD_LETTER.stack, stack.length > MAX_STACK ? stack.slice(0, MAX_STACK) : stack),
+        header(DEAD_LETTER.attempts, String(attempts)),
+        header(DEAD_LETTER.sourceTopic, rec.topic),
+        header(DEAD_LETTER.sourcePartition, String(rec.partition)),
+        header(DEAD_LETTER.sourceOffset, String(rec.offset)),
+        header(DEAD_LETTER.stage, stage),
+        header(DEAD_LETTER.time, String(this.env.now())),
       ],
     };
   }

@@ -1,0 +1,23 @@
+import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
+import type { RdConfig } from '../kafka/clients.ts';
+import type { ClientSupplier } from './client-supplier.ts';
+import type { ResolvedWorkerConfig } from './config.ts';
+import type { FaultHook } from './faults.ts';
+import type { WorkerEvent, WorkerStats } from './worker-events.ts';
+
+/** What the worker's parts share: its config, counters, event stream and clients. */
+export interface RuntimeContext {
+  readonly config: ResolvedWorkerConfig;
+  readonly transactionalId: string;
+  readonly stats: WorkerStats;
+  readonly clients: ClientSupplier;
+  readonly faults: FaultHook;
+  emit(event: WorkerEvent): void;
+  /** bootstrap, client.id (the transactional id: how a namesake is recognised) and the user's options */
+  clientConfig(): RdConfig;
+  /** Undefined before start and after close. */
+  consumer(): KafkaConsumer | undefined;
+}
+
+/** A task's id: its sub-topology and the partition of its sources it reads. */
+export const taskId = (subtopology: number, partition: number): string => `${subtopology}_${partition}`;
