@@ -1,16 +1,9 @@
 import { IllegalTransitionError } from './errors.ts';
+import type { Transition, TransitionCount } from './worker-events.ts';
+export type { Transition, TransitionCount } from './worker-events.ts';
 
 /** For each state, the states it may move to. */
 export type TransitionTable<S extends string> = { readonly [K in S]: readonly S[] };
-
-/** One move of a state machine, as reported to a hook (the worker logs them at debug). */
-export interface Transition {
-  readonly machine: string;
-  readonly from: string;
-  readonly to: string;
-  /** The call that made the move, so a log line points at the code that did it. */
-  readonly call: string;
-}
 
 export type TransitionHook = (t: Transition) => void;
 
@@ -56,5 +49,12 @@ export class StateMachine<S extends string> {
   /** How often each move happened, keyed `FROM->TO`. */
   counts(): ReadonlyMap<string, number> {
     return this.#counts;
+  }
+
+  countRows(): TransitionCount[] {
+    return [...this.#counts].map(([move, count]) => {
+      const [from = '', to = ''] = move.split('->');
+      return { machine: this.name, from, to, count };
+    });
   }
 }

@@ -45,3 +45,20 @@ export interface TopicRecordCount {
   readonly consumed: number;
   readonly produced: number;
 }
+
+/** One move of one of the worker's state machines (its lifecycle, its producer's transaction). */
+export interface Transition {
+  readonly machine: string;
+  readonly from: string;
+  readonly to: string;
+  /** The call that made the move, so a log line points at the code that did it. */
+  readonly call: string;
+}
+
+/** How often one state machine made one move, for the metrics. */
+export interface TransitionCount {
+  readonly machine: string;
+  readonly from: string;
+  readonly to: string;
+  readonly count: number;
+}

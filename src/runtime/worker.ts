@@ -1,8 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KafkaConsumer, Message } from '@confluentinc/kafka-javascript';
-import { ensureTopics, fetchPartitionCounts, requireTopics, type TopicSpec } from '../kafka/admin.ts';
-import { disconnect, type RdConfig } from '../kafka/clients.ts';
+import { disconnect } from '../kafka/clients.ts';
 import type { TaskPlan } from '../graph/types.ts';
 import { kafkaClients, type ClientSupplier } from './client-supplier.ts';
 import { parseWorkerConfig, transactionalId, type ResolvedWorkerConfig, type WorkerConfigInput } from './config.ts';
@@ -10,11 +9,11 @@ import { IllegalTransitionError, WorkerError } from './errors.ts';
 import { noFaults, type FaultHook } from './faults.ts';
 import { claimDefaultInstanceId, type InstanceIdClaim } from './instance-id.ts';
 import { refuseLiveNamesake, type InstanceGuardOptions } from './instance-guard.ts';
-import { PartitionProgress, parsePartitionKey, partitionKey } from './partition-progress.ts';
+import { PartitionProgress, partitionKey } from './partition-progress.ts';
 import { RebalanceHandler } from './rebalance.ts';
 import { WorkerRecordCollector } from './record-collector.ts';
 import type { RuntimeContext } from './runtime-context.ts';
-import { StateMachine, type Transition } from './state-machine.ts';
+import { StateMachine, type Transition, type TransitionCount } from './state-machine.ts';
 import { TaskManager } from './task-manager.ts';
 import { AtLeastOnceOutput } from './transaction/at-least-once.ts';
 import { ExactlyOnceOutput } from './transaction/exactly-once.ts';
@@ -24,25 +23,18 @@ import { TransactionDriver } from './transaction-driver.ts';
 import { runtimeTopology, type RuntimeTopology } from './worker-topology.ts';
 import type { PartitionLag, TopicRecordCount, WorkerEvent, WorkerStats } from './worker-events.ts';
 import { LOOPING, WORKER_TRANSITIONS, type WorkerState } from './worker-state.ts';
+import { consumerConfig, partitionLag, prepareTopics } from './worker-setup.ts';
 export { LINEAGE } from '../core/headers.ts';
 export { CHAOS_PHASES, type ChaosPhase } from './faults.ts';
 export type { WorkerEvent, WorkerStats } from './worker-events.ts';
 export type { WorkerState } from './worker-state.ts';
-export type { Transition } from './state-machine.ts';
+export type { Transition, TransitionCount } from './state-machine.ts';
 
 export interface WorkerOptions {
   /** Where the consumer, producer and admin client come from; the real clients by default. */
   readonly clients?: ClientSupplier;
   /** Called at each point of the protocol where the chaos harness may kill the process; a no-op by default. */
   readonly faults?: FaultHook;
-}
-
-/** How often one state machine made one move, for the metrics. */
-export interface TransitionCount {
-  readonly machine: string;
-  readonly from: string;
-  readonly to: string;
-  readonly count: number;
 }
 
 /**
@@ -76,6 +68,7 @@ export class Worker extends EventEmitter {
   /** The default instance id this process claimed (none when one was given). */
   private readonly instanceClaim: InstanceIdClaim | undefined;
   private readonly clients: ClientSupplier;
+  private readonly context: RuntimeContext;
   private readonly lifecycle: StateMachine<WorkerState>;
   private readonly output: TransactionalOutput;
   private readonly progress = new PartitionProgress();
@@ -99,7 +92,7 @@ export class Worker extends EventEmitter {
     const onTransition = (t: Transition): void => void this.emit('transition', t);
     this.lifecycle = new StateMachine('worker', 'CREATED', WORKER_TRANSITIONS, onTransition);
     const txnId = transactionalId(this.config);
-    const context: RuntimeContext = {
+    const context: RuntimeContext = (this.context = {
       config: this.config,
       transactionalId: txnId,
       stats: this.stats,
@@ -108,7 +101,7 @@ export class Worker extends EventEmitter {
       emit: (e) => void this.emit('event', e),
       clientConfig: () => ({ 'bootstrap.servers': this.config.bootstrap, 'client.id': txnId, ...this.config.kafka }),
       consumer: () => this.consumer,
-    };
+    });
     const Output = this.config.guarantee === 'exactly_once' ? ExactlyOnceOutput : AtLeastOnceOutput;
     this.output = new Output({
       clientConfig: context.clientConfig(),
@@ -137,12 +130,7 @@ export class Worker extends EventEmitter {
 
   /** Moves of the worker's lifecycle and of its producer's transaction states since it was created. */
   transitionCounts(): TransitionCount[] {
-    const rows = (machine: string, counts: ReadonlyMap<string, number>) =>
-      [...counts].map(([move, count]) => {
-        const [from = '', to = ''] = move.split('->');
-        return { machine, from, to, count };
-      });
-    return [...rows('worker', this.lifecycle.counts()), ...rows('transaction', this.output.transitionCounts())];
+    return [...this.lifecycle.countRows(), ...this.output.transitionCounts()];
   }
 
   /** Creates internal topics, checks sources, prepares serdes, connects, and starts the loop. */
@@ -168,14 +156,14 @@ export class Worker extends EventEmitter {
       );
     }
     await this.tasks.loadStateStore();
-    await this.prepareTopics();
+    this.partitionsByTopic = await prepareTopics(this.clients, this.config, this.topology);
     // Before this worker's producer exists: its initTransactions would fence a live namesake mid-work.
     await refuseLiveNamesake({ ...this.guardOptions(), sessionTimeoutMs: this.config.sessionTimeoutMs });
     for (const { serde, ctx } of this.topology.serdeUsages()) {
       await serde.prepare?.(ctx, { registryUrl: this.config.registryUrl });
     }
     await this.output.connect();
-    this.consumer = await this.clients.consumer(this.consumerConfig());
+    this.consumer = await this.clients.consumer(consumerConfig(this.context.clientConfig(), this.config, this.rebalances.onRebalance));
     this.consumer.setDefaultConsumeTimeout(50);
     // Otherwise consume(n) waits up to the timeout for each further message: under a trickle a batch,
     // and the transaction with it, would stay open for seconds.
@@ -185,26 +173,6 @@ export class Worker extends EventEmitter {
     if (this.lifecycle.is('STARTING')) this.lifecycle.to('RUNNING', 'start');
     this.running = this.loop();
     this.running.catch(() => undefined);
-  }
-
-  private consumerConfig(): RdConfig {
-    const { config } = this;
-    return {
-      'bootstrap.servers': config.bootstrap,
-      'client.id': this.transactionalId,
-      ...config.kafka,
-      'group.id': config.appId,
-      'isolation.level': 'read_committed',
-      'enable.auto.commit': false,
-      'enable.auto.offset.store': false,
-      'auto.offset.reset': 'earliest',
-      'partition.assignment.strategy': 'cooperative-sticky',
-      'session.timeout.ms': config.sessionTimeoutMs,
-      'heartbeat.interval.ms': Math.max(100, Math.floor(config.sessionTimeoutMs / 5)),
-      'max.poll.interval.ms': config.maxPollIntervalMs,
-      'fetch.wait.max.ms': 20,
-      'rebalance_cb': this.rebalances.onRebalance,
-    };
   }
 
   private guardOptions(): InstanceGuardOptions {
@@ -220,25 +188,6 @@ export class Worker extends EventEmitter {
   async stop(): Promise<void> {
     if (this.lifecycle.is('CREATED', 'STARTING', ...LOOPING)) this.lifecycle.to('PENDING_SHUTDOWN', 'stop');
     await this.running?.catch(() => undefined);
-  }
-
-  private async prepareTopics(): Promise<void> {
-    await this.clients.withAdmin(
-      this.config.bootstrap,
-      async (admin) => {
-        const userSources = this.topology.topics.filter((t) => t.kind === 'source' && !t.internal).map((t) => t.name);
-        // With auto-creation off (the broker default in production) a produce to a missing topic only
-        // times out inside the transaction, which then aborts on every replay: say so at start instead.
-        const userOutputs = this.topology.topics.filter((t) => (t.kind === 'sink' || t.kind === 'dead-letter') && !t.internal).map((t) => t.name);
-        await requireTopics(admin, { source: userSources, output: userOutputs });
-        const counts = await fetchPartitionCounts(admin, userSources);
-        const internal = this.topology.resolvePartitions(counts).topics.filter((t) => t.internal);
-        const specs: TopicSpec[] = internal.map((t) => ({ name: t.name, partitions: t.partitions ?? 1, compact: t.cleanupPolicy === 'compact' }));
-        await ensureTopics(admin, specs);
-        this.partitionsByTopic = new Map([...counts, ...specs.map((t) => [t.name, t.partitions] as const)]);
-      },
-      this.config.kafka,
-    );
   }
 
   private async loop(): Promise<void> {
@@ -323,27 +272,9 @@ export class Worker extends EventEmitter {
     return this.collector.topicRecords();
   }
 
-  /**
-   * End offset minus the next offset to read, per assigned source partition. The end is the one the
-   * client cached on its last fetch, which under read_committed is the last stable offset.
-   */
+  /** Lag of each owned source partition, from the client's cached end offsets (no broker round trip). */
   partitionLag(): PartitionLag[] {
-    const consumer = this.consumer;
-    if (!consumer) return [];
-    const out: PartitionLag[] = [];
-    for (const key of this.tasks.ownedPartitions()) {
-      const { topic, partition } = parsePartitionKey(key);
-      let end: number;
-      try {
-        end = consumer.getWatermarkOffsets(topic, partition).highOffset;
-      } catch {
-        continue; // not fetched yet: no end offset known
-      }
-      if (end < 0) continue;
-      const next = this.progress.pending.get(key)?.offset ?? this.progress.committed.get(key) ?? 0;
-      out.push({ topic, partition, lag: Math.max(0, end - next) });
-    }
-    return out;
+    return this.consumer ? partitionLag(this.consumer, this.tasks.ownedPartitions(), this.progress) : [];
   }
 
   /** Partition counts of every topic the application uses, once started. */

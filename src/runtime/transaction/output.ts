@@ -2,7 +2,7 @@ import type { KafkaConsumer, Producer, TopicPartitionOffset } from '@confluentin
 import { disconnect, type RdConfig } from '../../kafka/clients.ts';
 import type { ClientSupplier } from '../client-supplier.ts';
 import type { FaultHook } from '../faults.ts';
-import { StateMachine, type TransitionHook } from '../state-machine.ts';
+import { StateMachine, type TransitionCount, type TransitionHook } from '../state-machine.ts';
 import { classifyTxnError, isFatalOrFencing } from './kafka-errors.ts';
 import { TRANSACTION_TRANSITIONS, type TransactionState } from './states.ts';
 
@@ -64,8 +64,8 @@ export abstract class TransactionalOutput {
     return this.machine.is(...PRODUCING);
   }
 
-  transitionCounts(): ReadonlyMap<string, number> {
-    return this.machine.counts();
+  transitionCounts(): TransitionCount[] {
+    return this.machine.countRows();
   }
 
   protected producerConfig(): RdConfig {
