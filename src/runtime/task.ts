@@ -4,7 +4,7 @@ import { inMemoryStoreFactory, type StoreFactory } from '../state/store.ts';
 import { TransactionalStore } from '../state/transactional.ts';
 import { windowStoreKey, splitWindowStoreKey } from '../state/windowed.ts';
 import type { Windowed } from '../dsl/types.ts';
-import { createRtNode, TaskContext, type AggregateNode, type RtNode, type SourceNode, type Step, type TaskMetrics } from './task-nodes.ts';
+import { createRuntimeNode, TaskContext, type CachingNode, type RuntimeNode, type SourceNode, type Step, type TaskMetrics } from './task-nodes.ts';
 import type { CachedResult } from './record-cache.ts';
 import { StageFailure, TaskBusyError, UnknownSourceTopicError, UnknownStoreError, UnknownSubtopologyError } from './task-errors.ts';
 import { maxRecordBytesFor } from '../core/record-size.ts';
@@ -55,8 +55,8 @@ export class Task {
   readonly #sources = new Map<string, SourceNode>();
   readonly #stores = new Map<string, { store: TransactionalStore; spec: CompiledStore }>();
   readonly #storeList: TransactionalStore[] = [];
-  readonly #stateful: RtNode[] = [];
-  readonly #caching: readonly AggregateNode[];
+  readonly #stateful: RuntimeNode[] = [];
+  readonly #caching: readonly CachingNode[];
   #committedStreamTime: number;
 
   constructor(plan: TaskPlan, sub: CompiledSubtopology, partition: number, opts: TaskOptions = {}) {
@@ -87,9 +87,9 @@ export class Task {
     }
     this.changelogs = sub.stores.map((s) => ({ store: s, topic: this.#stores.get(s)!.spec.changelogTopic, partition }));
 
-    const rt = new Map<string, RtNode>();
+    const rt = new Map<string, RuntimeNode>();
     for (const n of sub.nodes) {
-      const node = createRtNode(this.#ctx, n, (s) => this.#stores.get(s)!);
+      const node = createRuntimeNode(this.#ctx, n, (s) => this.#stores.get(s)!);
       rt.set(n.name, node);
       if (n.kind === 'source' || n.kind === 'repartitionSource') this.#sources.set(n.topic!, node as SourceNode);
       if (n.stores.length > 0) this.#stateful.push(node);
@@ -231,13 +231,13 @@ export class Task {
   }
 
   /** An overflowing cache's least recently updated result: past its size a cache gives up its coldest key first. */
-  readonly #pickOverflowing = (): [AggregateNode, CachedResult] | undefined => {
+  readonly #pickOverflowing = (): [CachingNode, CachedResult] | undefined => {
     for (const n of this.#caching) if (n.cache!.overflowing) return [n, n.cache!.takeOldest()!];
     return undefined;
   };
 
   /** Any held-back result, for the commit: the results of every cache go, the ones they cause downstream too. */
-  readonly #pickAny = (): [AggregateNode, CachedResult] | undefined => {
+  readonly #pickAny = (): [CachingNode, CachedResult] | undefined => {
     for (const n of this.#caching) {
       const r = n.cache!.takeOldest();
       if (r !== undefined) return [n, r];
@@ -246,7 +246,7 @@ export class Task {
   };
 
   /** Sends held-back results downstream, one at a time, while `pick` finds one. */
-  #drain(pick: () => [AggregateNode, CachedResult] | undefined, collector: RecordCollector): Step {
+  #drain(pick: () => [CachingNode, CachedResult] | undefined, collector: RecordCollector): Step {
     for (let next = pick(); next !== undefined; next = pick()) {
       const r = this.#releaseCached(next[0], next[1], collector);
       if (r !== undefined) return r.then(() => this.#drain(pick, collector));
@@ -258,7 +258,7 @@ export class Task {
    * being processed again: outputs carry that record's lineage and headers, and a stage failing on
    * it dead-letters that record (its store update stays: later updates were built on it).
    */
-  #releaseCached(node: AggregateNode, result: CachedResult, collector: RecordCollector): Step {
+  #releaseCached(node: CachingNode, result: CachedResult, collector: RecordCollector): Step {
     const ctx = this.#ctx;
     ctx.current = result.record;
     ctx.timestamp = result.timestamp;
