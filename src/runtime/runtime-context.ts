@@ -18,6 +18,3 @@ export interface RuntimeContext {
   /** Undefined before start and after close. */
   consumer(): KafkaConsumer | undefined;
 }
-
-/** A task's id: its sub-topology and the partition of its sources it reads. */
-export const taskId = (subtopology: number, partition: number): string => `${subtopology}_${partition}`;

@@ -6,7 +6,8 @@ import { partitionKey } from './partition-progress.ts';
 import type { CommitCollector } from './records.ts';
 import { maxRecordBytesFor } from './record-size.ts';
 import { restoreTasks, type RestoreStart } from './restore.ts';
-import { taskId, type RuntimeContext } from './runtime-context.ts';
+import type { RuntimeContext } from './runtime-context.ts';
+import { taskId } from './task.ts';
 import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
 
 interface DropCounts {

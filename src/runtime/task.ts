@@ -9,6 +9,9 @@ import type { CachedResult } from './record-cache.ts';
 import { StageFailure, TaskBusyError, UnknownSourceTopicError, UnknownStoreError, UnknownSubtopologyError } from './task-errors.ts';
 import { maxRecordBytesFor } from '../core/record-size.ts';
 
+/** A task's id: its sub-topology and the partition of its sources it reads (state directories are named after it). */
+export const taskId = (subtopology: number, partition: number): string => `${subtopology}_${partition}`;
+
 export type { Step, TaskMetrics } from './task-nodes.ts';
 
 export interface TaskOptions {
@@ -60,7 +63,7 @@ export class Task {
   #committedStreamTime: number;
 
   constructor(plan: TaskPlan, sub: CompiledSubtopology, partition: number, opts: TaskOptions = {}) {
-    this.id = `${sub.id}_${partition}`;
+    this.id = taskId(sub.id, partition);
     this.subtopology = sub.id;
     this.partition = partition;
     this.inputTopics = sub.sourceTopics;

@@ -4,7 +4,7 @@ import type { TopologyBuilder } from '../dsl/builder.ts';
 import { compile } from '../graph/compile.ts';
 import type { CompiledTopology } from '../graph/compiled.ts';
 import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordHeader } from '../core/records.ts';
-import { createTask, type Step, type Task, type TaskMetrics, type TaskOptions } from '../runtime/task.ts';
+import { createTask, taskId, type Step, type Task, type TaskMetrics, type TaskOptions } from '../runtime/task.ts';
 import { partitionFor } from './partitioner.ts';
 import { DEAD_LETTER } from '../core/headers.ts';
 
@@ -162,7 +162,7 @@ export class TopologyTestDriver {
   }
 
   #task(sub: number, partition: number): Task {
-    const id = `${sub}_${partition}`;
+    const id = taskId(sub, partition);
     let t = this.#tasks.get(id);
     if (!t) {
       t = createTask(this.compiled, sub, partition, this.#taskOpts);
