@@ -1,20 +1,10 @@
 import type { Message } from '@confluentinc/kafka-javascript';
 import { DEAD_LETTER, LINEAGE } from '../core/headers.ts';
 import { IllegalTransitionError } from './errors.ts';
-import { partitionKey } from './partition-progress.ts';
-import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader } from './records.ts';
+import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader, RecordOrigin } from './records.ts';
 import type { RuntimeContext } from './runtime-context.ts';
 import type { TransactionalOutput } from './transaction/output.ts';
 import type { TopicRecordCount } from './worker-events.ts';
-
-/** The input record whose lineage the records being sent carry, and their next sequence number. */
-interface Origin {
-  readonly record: IncomingRecord;
-  seq: number;
-  readonly lineage: { readonly topic: Buffer; readonly partition: Buffer };
-  /** Sent later on the record's behalf (a cached aggregate result), not while it was processed. */
-  readonly released: boolean;
-}
 
 const NO_HEADERS: readonly RecordHeader[] = [];
 
@@ -24,20 +14,22 @@ const NO_HEADERS: readonly RecordHeader[] = [];
  * dead letters.
  */
 export class WorkerRecordCollector {
-  private readonly lineageCache = new Map<string, { topic: Buffer; partition: Buffer }>();
+  /** The lineage headers' topic and partition bytes, by topic and partition: made once, sent with every record. */
+  private readonly lineageCache = new Map<string, { topic: Buffer; partition: Buffer }[]>();
   private readonly recordsByTopic = new Map<string, { consumed: number; produced: number }>();
   private readonly transactionHeader: Buffer;
-  private current: Origin | undefined;
-  /** Origins of records a task releases later on behalf of an input record (cached aggregate results). */
-  private readonly released = new WeakMap<IncomingRecord, Origin>();
-  private readonly collector: RecordCollector = { send: (r) => this.send(r) };
 
   /**
-   * The tasks' changelog records, one per key written in this transaction. Their own path, not send():
-   * they stand for no one input record, and restore, their only reader, needs no lineage headers.
+   * What the tasks emit as the transaction is about to commit: results a record cache held back
+   * (each with the origin it stands for), then changelog records, one per key written, which stand
+   * for no one input record and carry no lineage (restore, their only reader, needs none).
    */
   readonly commitCollector: CommitCollector = {
-    send: (r) => this.send(r),
+    send: (r, origin) => {
+      // What a task releases at the commit stands for a record processed earlier, which only the task knows.
+      if (!origin) throw new IllegalTransitionError('record collector', 'committing', 'send without an origin');
+      this.send(r, origin);
+    },
     changelog: (r) => {
       this.output.produce(r.topic, r.partition ?? null, r.value, r.key, r.timestamp ?? Date.now());
       this.countProduced(r.topic);
@@ -63,10 +55,10 @@ export class WorkerRecordCollector {
     this.topicCount(topic).consumed++;
   }
 
-  /** Where the task processing `record` sends its outputs. */
-  collectorFor(record: IncomingRecord): RecordCollector {
-    this.current = { record, seq: 0, lineage: this.lineageOf(record), released: false };
-    return this.collector;
+  /** Where the task processing `record` sends its outputs: one-way, each output with its origin (by default `record`). */
+  sinkFor(record: IncomingRecord): RecordCollector {
+    const own: RecordOrigin = { record, released: false, seq: 0 };
+    return { send: (r, origin = own) => this.send(r, origin) };
   }
 
   topicRecords(): TopicRecordCount[] {
@@ -74,29 +66,18 @@ export class WorkerRecordCollector {
   }
 
   private lineageOf(record: IncomingRecord): { topic: Buffer; partition: Buffer } {
-    const key = partitionKey(record.topic, record.partition);
-    let lineage = this.lineageCache.get(key);
-    if (!lineage) {
-      lineage = { topic: Buffer.from(record.topic), partition: Buffer.from(String(record.partition)) };
-      this.lineageCache.set(key, lineage);
-    }
-    return lineage;
+    let byPartition = this.lineageCache.get(record.topic);
+    if (!byPartition) this.lineageCache.set(record.topic, (byPartition = []));
+    return (byPartition[record.partition] ??= { topic: Buffer.from(record.topic), partition: Buffer.from(String(record.partition)) });
   }
 
-  private releasedOrigin(record: IncomingRecord): Origin {
-    let origin = this.released.get(record);
-    if (!origin) this.released.set(record, (origin = { record, seq: 0, lineage: this.lineageOf(record), released: true }));
-    return origin;
-  }
-
-  private send(r: OutgoingRecord): void {
-    const origin = r.source === undefined ? this.current : this.releasedOrigin(r.source);
-    if (!origin) throw new IllegalTransitionError('record collector', 'no record processed yet', 'send');
+  private send(r: OutgoingRecord, origin: RecordOrigin): void {
+    const lineage = this.lineageOf(origin.record);
     const headers: Record<string, Buffer>[] = [];
     if (r.headers) for (const h of r.headers) headers.push({ [h.key]: h.value });
     headers.push(
-      { [LINEAGE.topic]: origin.lineage.topic },
-      { [LINEAGE.partition]: origin.lineage.partition },
+      { [LINEAGE.topic]: lineage.topic },
+      { [LINEAGE.partition]: lineage.partition },
       { [LINEAGE.offset]: Buffer.from(String(origin.record.offset)) },
       // Released results number apart ('c0', 'c1', ...) from what their record's own processing sent.
       { [LINEAGE.seq]: Buffer.from(origin.released ? `c${origin.seq++}` : String(origin.seq++)) },

@@ -116,7 +116,7 @@ export class AggregateNode extends StatefulNode {
     if (bytes === null) this.store.delete(kb, this.ctx.timestamp);
     else this.store.put(kb, bytes, this.ctx.timestamp);
     if (this.cache === undefined) return this.forward(key, next);
-    this.cache.put(mapKey(kb), { key, value: next, record: this.ctx.current, timestamp: this.ctx.timestamp });
+    this.cache.put(mapKey(kb), { key, value: next, record: this.ctx.current, origin: this.ctx.releasedOrigin(), timestamp: this.ctx.timestamp });
   }
 }
 

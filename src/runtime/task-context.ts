@@ -3,7 +3,7 @@
 import type { StageSpec } from '../dsl/nodes.ts';
 import type { RetryPolicy } from '../dsl/types.ts';
 import type { CompiledNode } from '../graph/types.ts';
-import type { IncomingRecord, OutgoingRecord, RecordHeader } from '../core/records.ts';
+import type { IncomingRecord, OutgoingRecord, RecordHeader, RecordOrigin } from '../core/records.ts';
 import { RecordCache, type CachedResult } from './record-cache.ts';
 import { PermanentError, RetriableError } from '../core/stage-errors.ts';
 import { AsyncStageResultError, StageFailure } from './task-errors.ts';
@@ -63,6 +63,9 @@ export function errorCode(e: unknown, fallback: string): string {
  */
 export class TaskContext {
   current!: IncomingRecord;
+  /** What the current run's outputs are sent with: the current record's own origin, or during a release the released one. */
+  origin!: RecordOrigin;
+  #released: RecordOrigin | undefined;
   /** Event time of the current record. */
   timestamp = 0;
   streamTime = Number.NEGATIVE_INFINITY;
@@ -80,6 +83,25 @@ export class TaskContext {
     readonly partition: number,
     readonly env: TaskEnvironment,
   ) {}
+
+  /** A run for `record` starts: its outputs get a fresh origin, numbered from 0. */
+  begin(record: IncomingRecord): void {
+    this.current = record;
+    this.origin = { record, released: false, seq: 0 };
+    this.#released = undefined;
+  }
+
+  /** A run for a result held back on behalf of `origin.record` starts: outputs continue its released numbering. */
+  resume(origin: RecordOrigin): void {
+    this.current = origin.record;
+    this.origin = origin;
+    this.#released = origin;
+  }
+
+  /** The origin of what a cache holds back for the current record, one per record however many caches hold results for it. */
+  releasedOrigin(): RecordOrigin {
+    return (this.#released ??= { record: this.current, released: true, seq: 0 });
+  }
 
   /** Moves stream time forward (never back) and lets windows close. */
   observe(ts: number): Step {

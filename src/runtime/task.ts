@@ -138,7 +138,7 @@ export class Task {
     if (ctx.busy) throw new TaskBusyError(this.id);
     const source = this.#sources.get(record.topic);
     if (!source) throw new UnknownSourceTopicError(this.id, record.topic, this.inputTopics);
-    ctx.current = record;
+    ctx.begin(record);
     ctx.seq++;
     let r: Step;
     try {
@@ -177,7 +177,7 @@ export class Task {
   advanceStreamTime(timestamp: number, collector: RecordCollector): Step {
     const ctx = this.#ctx;
     if (ctx.busy) throw new TaskBusyError(this.id);
-    ctx.current = { topic: `${this.id}-stream-time`, partition: this.partition, offset: -1, key: null, value: null, timestamp, headers: [] };
+    ctx.begin({ topic: `${this.id}-stream-time`, partition: this.partition, offset: -1, key: null, value: null, timestamp, headers: [] });
     ctx.seq++;
     let r: Step;
     try {
@@ -205,8 +205,9 @@ export class Task {
     const out = this.#ctx.out;
     for (const s of this.#storeList) s.endRecord(true);
     for (const n of this.#caching) n.cache!.endRecord(true);
-    if (origin === undefined) for (let i = 0; i < out.length; i++) collector.send(out[i]!);
-    else for (let i = 0; i < out.length; i++) collector.send({ ...out[i]!, source: origin });
+    const sentWith = this.#ctx.origin;
+    if (origin === undefined) for (let i = 0; i < out.length; i++) collector.send(out[i]!, sentWith);
+    else for (let i = 0; i < out.length; i++) collector.send({ ...out[i]!, source: origin }, sentWith);
     out.length = 0;
   }
 
@@ -230,7 +231,7 @@ export class Task {
     if (origin === undefined) this.#ctx.metrics.recordsProcessed++;
     this.#ctx.metrics.deadLettered++;
     const dead = this.#ctx.failureRecord(e);
-    collector.send(origin === undefined ? dead : { ...dead, source: origin });
+    collector.send(origin === undefined ? dead : { ...dead, source: origin }, this.#ctx.origin);
   }
 
   /** An overflowing cache's least recently updated result: past its size a cache gives up its coldest key first. */
@@ -263,7 +264,7 @@ export class Task {
    */
   #releaseCached(node: CachingNode, result: CachedResult, collector: RecordCollector): Step {
     const ctx = this.#ctx;
-    ctx.current = result.record;
+    ctx.resume(result.origin);
     ctx.timestamp = result.timestamp;
     ctx.seq++;
     let r: Step;

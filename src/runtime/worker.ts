@@ -250,7 +250,7 @@ export class Worker extends EventEmitter {
       if (!task || !this.progress.mayProcess(key)) continue;
       await this.transaction.ensureOpen();
       const record = this.collector.incoming(m);
-      const result = task.process(record, this.collector.collectorFor(record));
+      const result = task.process(record, this.collector.sinkFor(record));
       if (result) await result;
       this.transaction.processed(m);
       this.collector.consumed(m.topic);

@@ -48,7 +48,7 @@ test('lineage numbers of direct outputs and of cached results released on overfl
   const keys = ['a', 'b', 'a', 'c', 'b', 'd', 'a'];
   for (const [offset, key] of keys.entries()) {
     const record: IncomingRecord = { topic: 'in', partition: 0, offset, key: Buffer.from(key), value: Buffer.from(String(offset + 1)), timestamp: offset, headers: [] };
-    await task.process(record, collector.collectorFor(record));
+    await task.process(record, collector.sinkFor(record));
   }
   await task.prepareCommit(collector.commitCollector);
   assert.deepEqual(produced, GOLDEN);
