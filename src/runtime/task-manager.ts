@@ -123,7 +123,7 @@ export class TaskManager {
       if (offset > c.low) fromCheckpoint++;
       return offset;
     };
-    const records = await restoreTasks({ ...this.context.clientConfig(), 'group.id': this.context.config.appId }, tasks, start);
+    const records = await restoreTasks({ ...this.context.clientConfig(), 'group.id': this.context.config.appId }, tasks, start, (config) => this.context.clients.consumer(config));
     for (const task of tasks) this.persistentStates.get(task)?.startProcessing();
     this.context.stats.restoredRecords += records;
     this.context.emit({ type: 'restored', records, ms: Date.now() - started, fromCheckpoint });

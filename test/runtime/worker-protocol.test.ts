@@ -172,6 +172,8 @@ test('the worker reports its lifecycle state', async () => {
   assert.ok(h.events.at(-1)?.type === 'stopped');
   const moves = h.worker.transitionCounts().filter((t) => t.machine === 'worker').map((t) => `${t.from}->${t.to}`);
   assert.ok(moves.includes('CREATED->STARTING') && moves.includes('PENDING_SHUTDOWN->STOPPED'));
+  const transaction = h.worker.transitionCounts().filter((t) => t.machine === 'transaction').map((t) => `${t.from}->${t.to}`);
+  assert.ok(transaction.includes('UNINITIALIZED->READY') && transaction.includes('READY->CLOSED'), transaction.join(' '));
 });
 
 test('an illegal call throws a typed error naming the state and the call', async () => {
