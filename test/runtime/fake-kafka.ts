@@ -18,6 +18,7 @@ export function kafkaError(code: number, message: string, flags: { fatal?: boole
 export const errors = {
   abortable: () => kafkaError(ERR.ERR_INVALID_TXN_STATE ?? -1, 'transaction requires abort', { abortable: true }),
   fenced: () => kafkaError(ERR.ERR__FENCED ?? -144, 'producer fenced by a newer instance', { fatal: true }),
+  tooLarge: () => kafkaError(ERR.ERR_MSG_SIZE_TOO_LARGE ?? 10, 'Broker: Message size too large: ProduceRequest for out [0] with 1 message(s) failed', { abortable: true }),
   /** No flag and no known code: the outcome of the call is unknown. */
   unknown: () => kafkaError(ERR.ERR__TRANSPORT ?? -195, 'broker transport failure'),
 };
@@ -44,6 +45,8 @@ export class FakeCluster {
   readonly producers: FakeProducer[] = [];
   readonly consumers: FakeConsumer[] = [];
   readonly topics = new Map<string, number>();
+  /** Client ids of the group's members, as describeGroups reports them. */
+  groupMembers: string[] = [];
   private readonly failures = new Map<string, Failure[]>();
 
   constructor(topics: Record<string, number>) {
@@ -96,7 +99,7 @@ export class FakeCluster {
         for (const t of topics) this.topics.set(t.topic, t.numPartitions);
         return true;
       },
-      describeGroups: async () => ({ groups: [{ members: [] }] }),
+      describeGroups: async () => ({ groups: [{ members: this.groupMembers.map((clientId, i) => ({ memberId: `m${i}`, clientId, clientHost: `/10.0.0.${i}` })) }] }),
     };
   }
 
@@ -216,6 +219,11 @@ export class FakeConsumer {
 
   seek(tpo: TopicPartitionOffset, _timeout: number, cb: (err: LibrdKafkaError | null) => void): void {
     this.cluster.log(`consumer.seek ${tpo.topic}-${tpo.partition}@${tpo.offset}`);
+    const failure = this.cluster.takeFailure('seek');
+    if (failure) {
+      setImmediate(() => cb(failure.error));
+      return;
+    }
     this.seeks.push(tpo);
     this.positions.set(`${tpo.topic}-${tpo.partition}`, Math.max(0, tpo.offset));
     setImmediate(() => cb(null));

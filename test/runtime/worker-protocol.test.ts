@@ -195,3 +195,57 @@ test('every state of the transaction table can reach READY or CLOSED, and CLOSED
     if (state !== 'CLOSED') assert.ok(next.includes('CLOSED'), `${state} can close`);
   }
 });
+
+test('fenced while a namesake is in the group: the worker steps back before it creates a new producer', async () => {
+  const h = await startWorker();
+  h.cluster.groupMembers = ['app-i1', 'app-i1'];
+  h.cluster.failNext('commitTransaction', errors.fenced());
+  h.cluster.append('in', 0, ['a']);
+  h.cluster.append('in', 0, ['b', 'c']);
+  await assert.rejects(h.worker.done(), (e: unknown) => (e as { code?: unknown }).code === 'DUPLICATE_INSTANCE_ID');
+  assert.equal(h.cluster.producers.length, 1, 'no new producer fenced the namesake in turn');
+  assert.equal(h.worker.state, 'FAILED');
+  assert.equal(h.cluster.committed.size, 0);
+});
+
+test('a failed abort replaces the producer and reads the outcome back before anything is processed again', async () => {
+  const h = await startWorker();
+  try {
+    h.cluster.failNext('sendOffsetsToTransaction', errors.abortable());
+    h.cluster.failNext('abortTransaction', errors.unknown());
+    h.cluster.append('in', 0, ['a', 'b', 'c']);
+    await until('producer replaced', () => h.events.some((e) => e.type === 'aborted' && e.reason.startsWith('producer replaced')));
+    const calls = h.cluster.calls;
+    assert.ok(calls.indexOf('producer0.disconnect') > calls.indexOf('producer0.abortTransaction'));
+    assert.ok(calls.lastIndexOf('consumer.committed') > calls.indexOf('producer1.initTransactions'), 'the committed offsets were read back with the new producer');
+    await until('committed', () => h.cluster.committed.get('in-0') === 3);
+    assertExactlyOnce(h.cluster, ['a', 'b', 'c']);
+  } finally {
+    await h.worker.stop();
+  }
+});
+
+test('a seek that fails leaves its partition unsettled and is retried before the next fetch; none of its records is processed until then', async () => {
+  const h = await startWorker();
+  try {
+    h.cluster.failNext('sendOffsetsToTransaction', errors.abortable());
+    h.cluster.failNext('seek', errors.unknown());
+    h.cluster.append('in', 0, ['a', 'b', 'c']);
+    await until('committed', () => h.cluster.committed.get('in-0') === 3);
+    const seeks = h.cluster.calls.filter((c) => c.startsWith('consumer.seek in-0'));
+    assert.ok(seeks.length >= 2, `the failed seek was retried (${seeks.join(', ')})`);
+    assertExactlyOnce(h.cluster, ['a', 'b', 'c']);
+  } finally {
+    await h.worker.stop();
+  }
+});
+
+test('a record batch the broker refuses three transactions in a row stops the worker with RECORD_TOO_LARGE_FOR_TOPIC, nothing committed', async () => {
+  const h = await startWorker();
+  for (let i = 0; i < 3; i++) h.cluster.failNext('commitTransaction', errors.tooLarge());
+  h.cluster.append('in', 0, ['a', 'b', 'c']);
+  await assert.rejects(h.worker.done(), (e: unknown) => (e as { code?: unknown }).code === 'RECORD_TOO_LARGE_FOR_TOPIC' && /topic out/.test((e as Error).message));
+  assert.equal(h.worker.stats.transactionsAborted, 3);
+  assert.equal(h.cluster.committed.size, 0);
+  assert.deepEqual(h.cluster.values('out'), []);
+});
