@@ -161,7 +161,7 @@ export function attachLogging(worker: ObservedWorker, root: Logger, options: Log
       }
       case 'stopped':
         flush();
-        log.info({ event: e.type }, 'worker stopped');
+        log.info({ event: e.type, ...(e.state === undefined ? {} : { state: e.state }) }, 'worker stopped');
         break;
       default:
         break;

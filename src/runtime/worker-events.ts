@@ -30,7 +30,8 @@ export type WorkerEvent =
   | { type: 'aborted'; reason: string }
   | { type: 'fenced'; reason: string }
   | { type: 'dead-lettered'; stage: string; code: string; topic: string; partition: number; offset: number }
-  | { type: 'stopped' };
+  /** state: how the loop ended (absent from stand-ins that do not track it). */
+  | { type: 'stopped'; state?: 'STOPPED' | 'FAILED' };
 
 /** Lag of one source partition: end offset (read_committed) minus the committed offset. */
 export interface PartitionLag {

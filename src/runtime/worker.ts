@@ -265,7 +265,7 @@ export class Worker extends EventEmitter {
     await this.output.close();
     this.consumer = undefined;
     this.instanceClaim?.release();
-    this.emit('event', { type: 'stopped' } satisfies WorkerEvent);
+    this.emit('event', { type: 'stopped', state: clean ? 'STOPPED' : 'FAILED' } satisfies WorkerEvent);
   }
 
   topicRecords(): TopicRecordCount[] {

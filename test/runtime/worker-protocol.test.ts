@@ -169,7 +169,7 @@ test('the worker reports its lifecycle state', async () => {
   assert.equal(h.worker.state, 'RUNNING');
   await h.worker.stop();
   assert.equal(h.worker.state, 'STOPPED');
-  assert.ok(h.events.at(-1)?.type === 'stopped');
+  assert.deepEqual(h.events.at(-1), { type: 'stopped', state: 'STOPPED' });
   const moves = h.worker.transitionCounts().filter((t) => t.machine === 'worker').map((t) => `${t.from}->${t.to}`);
   assert.ok(moves.includes('CREATED->STARTING') && moves.includes('PENDING_SHUTDOWN->STOPPED'));
   const transaction = h.worker.transitionCounts().filter((t) => t.machine === 'transaction').map((t) => `${t.from}->${t.to}`);
@@ -205,6 +205,7 @@ test('fenced while a namesake is in the group: the worker steps back before it c
   await assert.rejects(h.worker.done(), (e: unknown) => (e as { code?: unknown }).code === 'DUPLICATE_INSTANCE_ID');
   assert.equal(h.cluster.producers.length, 1, 'no new producer fenced the namesake in turn');
   assert.equal(h.worker.state, 'FAILED');
+  assert.deepEqual(h.events.at(-1), { type: 'stopped', state: 'FAILED' });
   assert.equal(h.cluster.committed.size, 0);
 });
 
