@@ -57,8 +57,9 @@ export class WorkerRecordCollector {
 
   /** Where the task processing `record` sends its outputs: one-way, each output with its origin (by default `record`). */
   sinkFor(record: IncomingRecord): RecordCollector {
-    const own: RecordOrigin = { record, released: false, seq: 0 };
-    return { send: (r, origin = own) => this.send(r, origin) };
+    // Made only for a task that sends without an origin: the runtime's own tasks always pass one.
+    let own: RecordOrigin | undefined;
+    return { send: (r, origin) => this.send(r, origin ?? (own ??= { record, released: false, seq: 0 })) };
   }
 
   topicRecords(): TopicRecordCount[] {
