@@ -244,8 +244,11 @@ export class FakeConsumer {
     for (const p of partitions) this.positions.delete(`${p.topic}-${p.partition}`);
   }
 
+  /** What assignmentLost() answers in the next revoke: the session timed out and the partitions went elsewhere. */
+  lost = false;
+
   assignmentLost(): boolean {
-    return false;
+    return this.lost;
   }
 
   getWatermarkOffsets(topic: string, partition: number): { lowOffset: number; highOffset: number } {

@@ -150,6 +150,24 @@ test('a revoke during an open transaction commits it before the partition is han
   }
 });
 
+test('lost partitions abort the open transaction instead of committing it, before they are handed back', async () => {
+  const h = await startWorker({ maxRecordsPerTransaction: 1_000 });
+  try {
+    h.cluster.append('in', 0, ['a', 'b']);
+    await until('processed', () => h.topology.tasks.some((t) => t.processed.length === 2));
+    h.consumer.lost = true;
+    h.consumer.rebalance('revoke', [{ topic: 'in', partition: 0 }]);
+    await until('revoked', () => h.events.some((e) => e.type === 'revoked'));
+    const calls = h.cluster.calls;
+    assert.ok(calls.indexOf('producer0.abortTransaction') < calls.indexOf('consumer.incrementalUnassign in-0'));
+    assert.equal(calls.indexOf('producer0.commitTransaction'), -1, 'nothing committed for partitions another worker now owns');
+    assert.deepEqual(h.events.find((e) => e.type === 'revoked'), { type: 'revoked', partitions: ['in-0'], lost: true });
+    assert.deepEqual(h.cluster.values('out'), []);
+  } finally {
+    await h.worker.stop();
+  }
+});
+
 test('at least once: outputs are flushed before the offsets are committed, with the same loop', async () => {
   const h = await startWorker({ guarantee: 'at_least_once' });
   try {
