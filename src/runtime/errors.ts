@@ -22,7 +22,8 @@ export class IllegalTransitionError extends OnceflowError {
     readonly state: string,
     readonly call: string,
     readonly target?: string,
+    why?: string,
   ) {
-    super(`${machine}: ${call}() is not allowed in state ${state}${target === undefined ? '' : ` (it would move to ${target})`}`);
+    super(`${machine}: ${call}() is not allowed in state ${state}${target === undefined ? '' : ` (it would move to ${target})`}${why === undefined ? '' : `: ${why}`}`);
   }
 }

@@ -27,7 +27,7 @@ export class WorkerRecordCollector {
   readonly commitCollector: CommitCollector = {
     send: (r, origin) => {
       // What a task releases at the commit stands for a record processed earlier, which only the task knows.
-      if (!origin) throw new IllegalTransitionError('record collector', 'committing', 'send without an origin');
+      if (!origin) throw new IllegalTransitionError('record collector', 'COMMITTING', 'send', undefined, 'a record released at the commit needs the origin it stands for');
       this.send(r, origin);
     },
     changelog: (r) => {
