@@ -3,6 +3,7 @@ import { compile } from '../graph/compile.ts';
 import { loadTopology } from '../dsl/load.ts';
 import { Worker, type WorkerEvent } from '../runtime/worker.ts';
 import { runtimeTopology } from '../runtime/worker-topology.ts';
+import { killAt } from '../runtime/faults.ts';
 import { attachLogging, createLogger, startObservability, type ObservabilityServer } from '../observability/index.ts';
 import { addConfigOptions, configFlagsFrom, type ConfigCommandOptions } from './config.ts';
 import { resolveRuntimeOptions, resolveWorkerConfigInput, type RuntimeFlags } from './config-sources.ts';
@@ -21,7 +22,8 @@ export async function workerForFile(file: string, opts: RunOptions, env: NodeJS.
   const builder = await loadTopology(file);
   const input = resolveWorkerConfigInput({ ...(opts.config ? { file: opts.config } : {}), env, flags: configFlagsFrom(opts) });
   const topology = compile(builder, input.appId ? { appId: input.appId } : {});
-  return new Worker(runtimeTopology(topology), input);
+  // The chaos harness kills workers at points of the protocol it names in the environment.
+  return new Worker(runtimeTopology(topology), input, { faults: killAt(env.ONCEFLOW_CHAOS_KILL_AT) });
 }
 
 export function registerRun(program: Command): void {

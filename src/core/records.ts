@@ -27,17 +27,35 @@ export interface OutgoingRecord {
   readonly headers?: readonly RecordHeader[];
   /**
    * The input record this one stands for, when that is not the record being processed: an aggregate
-   * result a record cache held back and released later. The worker takes the lineage from it.
+   * result a record cache held back and released later. For readers of a task's outputs (tests);
+   * the worker takes the lineage from the origin each record is sent with.
    */
   readonly source?: IncomingRecord;
 }
 
-/** Where a task sends what it emits; the worker's collector puts it in the open transaction. */
-export interface RecordCollector {
-  send(record: OutgoingRecord): void;
+/**
+ * The input record an output stands for, handed to the collector with each output. A task makes one
+ * per input record for what processing it emits, and one more, shared by every result a record cache
+ * holds back for it, for what is released later on its behalf.
+ */
+export interface RecordOrigin {
+  readonly record: IncomingRecord;
+  /** Sent later on the record's behalf (a cached aggregate result), not while it was processed. */
+  readonly released: boolean;
+  /** The next lineage sequence number for this origin: the collector takes it and moves it on. */
+  seq: number;
 }
 
-/** Where a task sends what it emits when its transaction is about to commit; `send` gets records with a `source`. */
+/**
+ * Where a task sends what it emits, each output with its origin; the worker's collector puts it in
+ * the open transaction. The worker hands each input record its own collector, so an output sent
+ * without an origin stands for that record.
+ */
+export interface RecordCollector {
+  send(record: OutgoingRecord, origin?: RecordOrigin): void;
+}
+
+/** Where a task sends what it emits when its transaction is about to commit: released results, then changelog records. */
 export interface CommitCollector extends RecordCollector {
   /** A changelog record: it stands for no single input record, so it carries no lineage. */
   readonly changelog: (record: OutgoingRecord) => void;

@@ -3,6 +3,7 @@ import { ensureTopics, withAdmin } from '../kafka/admin.ts';
 import { connectProducer, disconnect, flush, type RdConfig } from '../kafka/clients.ts';
 import { readTopic } from '../kafka/read-topic.ts';
 import type { IncomingRecord, RecordHeader } from '../core/records.ts';
+import { DEAD_LETTER } from '../core/headers.ts';
 
 export class DeadLetterToolError extends OnceflowError {
   constructor(
@@ -37,14 +38,14 @@ function entryOf(r: IncomingRecord): DeadLetterEntry {
   const h = (k: string) => r.headers.find((x) => x.key === k)?.value.toString() ?? '';
   return {
     id: `${r.partition}/${r.offset}`,
-    sourceTopic: h('onceflow.source.topic'),
-    sourcePartition: Number(h('onceflow.source.partition')),
-    sourceOffset: Number(h('onceflow.source.offset')),
-    stage: h('onceflow.error.stage'),
-    code: h('onceflow.error.code'),
-    message: h('onceflow.error.message'),
-    attempts: Number(h('onceflow.error.attempts') || '1'),
-    time: h('onceflow.error.time'),
+    sourceTopic: h(DEAD_LETTER.sourceTopic),
+    sourcePartition: Number(h(DEAD_LETTER.sourcePartition)),
+    sourceOffset: Number(h(DEAD_LETTER.sourceOffset)),
+    stage: h(DEAD_LETTER.stage),
+    code: h(DEAD_LETTER.code),
+    message: h(DEAD_LETTER.message),
+    attempts: Number(h(DEAD_LETTER.attempts) || '1'),
+    time: h(DEAD_LETTER.time),
     key: r.key,
     value: r.value,
     headers: r.headers.filter((x) => !OWN_HEADER.test(x.key)),

@@ -31,7 +31,7 @@ export const TOPOLOGY_BUILDER_BRAND: unique symbol = Symbol.for('onceflow.Topolo
 
 type AnySerde = Serde<unknown>;
 /** Accepting `Serde<T | null>` for T is a typing convenience; at run time the serde is the same object. */
-const sd = (s: SerdeFor<unknown> | undefined): never => s as never;
+const asSerde = (s: SerdeFor<unknown> | undefined): never => s as never;
 const COUNT_INIT = (): number => 0;
 const COUNT_FN = (_k: unknown, _v: unknown, agg: unknown): number => (agg as number) + 1;
 const NO_INIT = (): undefined => undefined;
@@ -70,8 +70,8 @@ export class TopologyBuilder {
     const spec: StageSpec = opts.timestamp
       ? { kind: 'source', topic, timestamp: opts.timestamp as (k: unknown, v: unknown, ts: number) => number }
       : { kind: 'source', topic };
-    const index = this.addNode(spec, [], opts.name, sd(opts.key) as AnySerde | undefined, sd(opts.value) as AnySerde);
-    return new Stream<K, V>(this, index, sd(opts.key), sd(opts.value));
+    const index = this.addNode(spec, [], opts.name, asSerde(opts.key) as AnySerde | undefined, asSerde(opts.value) as AnySerde);
+    return new Stream<K, V>(this, index, asSerde(opts.key), asSerde(opts.value));
   }
 
   /** @internal */
@@ -114,24 +114,24 @@ export class Stream<K, V> {
   }
 
   map<K2, V2>(fn: (key: K, value: V) => KeyValue<K2, V2>, opts?: KeyValueSerdeOptions<K2, V2>): Stream<K2, V2> {
-    return this.#next({ kind: 'map', fn: fn as KeyValueFn }, opts, sd(opts?.key), sd(opts?.value));
+    return this.#next({ kind: 'map', fn: fn as KeyValueFn }, opts, asSerde(opts?.key), asSerde(opts?.value));
   }
 
   /** Sees the value only. A function that needs the key is a `map`, after which a stateful stage repartitions (the key may have changed). */
   mapValues<W>(fn: (value: V) => W, opts?: ValueSerdeOptions<W>): Stream<K, W> {
-    return this.#next({ kind: 'mapValues', fn: fn as ValueOnlyFn }, opts, this.keySerde, sd(opts?.value));
+    return this.#next({ kind: 'mapValues', fn: fn as ValueOnlyFn }, opts, this.keySerde, asSerde(opts?.value));
   }
 
   flatMap<K2, V2>(fn: (key: K, value: V) => Iterable<KeyValue<K2, V2>>, opts?: KeyValueSerdeOptions<K2, V2>): Stream<K2, V2> {
-    return this.#next({ kind: 'flatMap', fn: fn as KeyValueFn }, opts, sd(opts?.key), sd(opts?.value));
+    return this.#next({ kind: 'flatMap', fn: fn as KeyValueFn }, opts, asSerde(opts?.key), asSerde(opts?.value));
   }
 
   flatMapValues<W>(fn: (value: V) => Iterable<W>, opts?: ValueSerdeOptions<W>): Stream<K, W> {
-    return this.#next({ kind: 'flatMapValues', fn: fn as ValueOnlyFn }, opts, this.keySerde, sd(opts?.value));
+    return this.#next({ kind: 'flatMapValues', fn: fn as ValueOnlyFn }, opts, this.keySerde, asSerde(opts?.value));
   }
 
   selectKey<K2>(fn: (key: K, value: V) => K2, opts?: KeySerdeOptions<K2>): Stream<K2, V> {
-    return this.#next({ kind: 'selectKey', fn: fn as KeyValueFn }, opts, sd(opts?.key), this.valueSerde);
+    return this.#next({ kind: 'selectKey', fn: fn as KeyValueFn }, opts, asSerde(opts?.key), this.valueSerde);
   }
 
   /** Routes each record to the first branch whose predicate holds; others go to `default` if named, else are dropped. */
@@ -191,18 +191,18 @@ export class Stream<K, V> {
   }
 
   groupByKey(opts?: GroupByKeyOptions<K, V>): GroupedStream<K, V> {
-    return new GroupedStream<K, V>(this.builder, this.nodeIndex, sd(opts?.key) ?? this.keySerde, sd(opts?.value) ?? this.valueSerde);
+    return new GroupedStream<K, V>(this.builder, this.nodeIndex, asSerde(opts?.key) ?? this.keySerde, asSerde(opts?.value) ?? this.valueSerde);
   }
 
   groupBy<K2>(fn: (key: K, value: V) => K2, opts: GroupByOptions<K2, V>): GroupedStream<K2, V> {
-    const value = sd(opts.value) ?? this.valueSerde;
-    const key = sd(opts.key)!;
+    const value = asSerde(opts.value) ?? this.valueSerde;
+    const key = asSerde(opts.key)!;
     const s = this.#next<K2, V>({ kind: 'groupBy', fn: fn as KeyValueFn }, opts, key, value);
     return new GroupedStream<K2, V>(this.builder, s.nodeIndex, key, value);
   }
 
   to(topic: string, opts?: SinkOptions<K, V>): void {
-    this.#next({ kind: 'sink', topic }, opts, sd(opts?.key) ?? this.keySerde, sd(opts?.value) ?? this.valueSerde);
+    this.#next({ kind: 'sink', topic }, opts, asSerde(opts?.key) ?? this.keySerde, asSerde(opts?.value) ?? this.valueSerde);
   }
 
   /** Sends the input record that produced each record of this stream to the dead-letter topic. */
@@ -249,7 +249,7 @@ abstract class Grouping<K, V> {
   protected reduceWith<KO>(reducer: (aggregate: V, value: V) => V, opts: ReduceOptions<V> | undefined): Table<KO, V> {
     const r = reducer as (a: unknown, v: unknown) => unknown;
     const fn = (_k: unknown, v: unknown, agg: unknown): unknown => (agg === undefined ? v : r(agg, v));
-    return this.addAggregate<KO, V>('reduce', NO_INIT, fn, sd(opts?.state) ?? this.valueSerde, opts);
+    return this.addAggregate<KO, V>('reduce', NO_INIT, fn, asSerde(opts?.state) ?? this.valueSerde, opts);
   }
 }
 
@@ -261,7 +261,7 @@ export class GroupedStream<K, V> extends Grouping<K, V> {
   }
 
   aggregate<A>(init: () => A, aggregator: (key: K, value: V, aggregate: A) => A, opts: AggregateOptions<A>): Table<K, A> {
-    return this.addAggregate<K, A>('aggregate', init, aggregator as (k: unknown, v: unknown, a: unknown) => unknown, sd(opts.state), opts);
+    return this.addAggregate<K, A>('aggregate', init, aggregator as (k: unknown, v: unknown, a: unknown) => unknown, asSerde(opts.state), opts);
   }
 
   reduce(reducer: (aggregate: V, value: V) => V, opts?: ReduceOptions<V>): Table<K, V> {
@@ -285,7 +285,7 @@ export class WindowedGroupedStream<K, V> extends Grouping<K, V> {
   }
 
   aggregate<A>(init: () => A, aggregator: (key: K, value: V, aggregate: A) => A, opts: AggregateOptions<A>): Table<Windowed<K>, A> {
-    return this.addAggregate<Windowed<K>, A>('aggregate', init, aggregator as (k: unknown, v: unknown, a: unknown) => unknown, sd(opts.state), opts);
+    return this.addAggregate<Windowed<K>, A>('aggregate', init, aggregator as (k: unknown, v: unknown, a: unknown) => unknown, asSerde(opts.state), opts);
   }
 
   reduce(reducer: (aggregate: V, value: V) => V, opts?: ReduceOptions<V>): Table<Windowed<K>, V> {

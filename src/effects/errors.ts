@@ -81,10 +81,10 @@ const TRANSIENT_SQLSTATE = new Set(['40001', '40P01', '55P03', '57014', '57P01',
 
 /** Node network code carried by `e` or by any error in its cause chain. */
 export function networkCode(e: unknown): string | undefined {
-  for (let cur: unknown = e, depth = 0; cur !== null && typeof cur === 'object' && depth < 5; cur = (cur as { cause?: unknown }).cause, depth++) {
-    const code = (cur as { code?: unknown }).code;
+  for (let link: unknown = e, depth = 0; link !== null && typeof link === 'object' && depth < 5; link = (link as { cause?: unknown }).cause, depth++) {
+    const code = (link as { code?: unknown }).code;
     if (typeof code === 'string' && TRANSIENT_NETWORK.has(code)) return code;
-    const errors = (cur as { errors?: unknown }).errors;
+    const errors = (link as { errors?: unknown }).errors;
     // `connect` to a host with several addresses fails with an AggregateError of per-address errors.
     if (Array.isArray(errors)) for (const inner of errors) {
       const c = networkCode(inner);

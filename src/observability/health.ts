@@ -90,6 +90,8 @@ export class Readiness {
 
   liveness(): HealthState {
     if (this.fatal !== undefined) return { ok: false, reason: 'fatal', detail: { error: this.fatal } };
+    // The loop has died; its error reaches done() only once the clients are closed.
+    if (this.worker.state === 'FAILED') return { ok: false, reason: 'fatal', detail: { state: 'FAILED' } };
     return { ok: true, partitions: this.owned.size };
   }
 
@@ -97,6 +99,7 @@ export class Readiness {
     const live = this.liveness();
     if (!live.ok) return live;
     if (this.stopped) return { ok: false, reason: 'stopped' };
+    if (this.worker.state === 'PENDING_SHUTDOWN') return { ok: false, reason: 'stopping' };
     if (!this.started) return { ok: false, reason: 'starting' };
     if (this.owned.size === 0 && !this.options.readyWithoutPartitions) {
       return { ok: false, reason: 'no partitions assigned (rebalancing, restoring state, or more replicas than partitions)' };
@@ -138,7 +141,8 @@ export async function startObservability(worker: ObservedWorker, options: Observ
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(scrub(JSON.stringify(body), secrets));
   };
-  const probe = (res: ServerResponse, state: HealthState): void => json(res, state.ok ? 200 : 503, { status: state.ok ? 'ok' : 'unavailable', ...state });
+  const probe = (res: ServerResponse, state: HealthState): void =>
+    json(res, state.ok ? 200 : 503, { status: state.ok ? 'ok' : 'unavailable', ...state, ...(worker.state === undefined ? {} : { workerState: worker.state }) });
 
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];

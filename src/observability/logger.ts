@@ -1,5 +1,5 @@
 import { pino, type Logger } from 'pino';
-import type { WorkerEvent } from '../runtime/worker-events.ts';
+import type { Transition, WorkerEvent } from '../runtime/worker-events.ts';
 import { redactDeep, scrub, secretValues } from './redact.ts';
 import type { ObservedWorker } from './worker-view.ts';
 
@@ -161,18 +161,22 @@ export function attachLogging(worker: ObservedWorker, root: Logger, options: Log
       }
       case 'stopped':
         flush();
-        log.info({ event: e.type }, 'worker stopped');
+        log.info({ event: e.type, ...(e.state === undefined ? {} : { state: e.state }) }, 'worker stopped');
         break;
       default:
         break;
     }
   };
+  // Every move of the lifecycle and of the transaction: the protocol step by step, when debugging it.
+  const onTransition = (t: Transition): void => log.debug({ machine: t.machine, from: t.from, to: t.to, call: t.call }, `${t.machine}: ${t.from} -> ${t.to}`);
   worker.on('event', onEvent);
+  worker.on('transition', onTransition);
   return {
     logger: log,
     flush,
     detach() {
       worker.off('event', onEvent);
+      worker.off('transition', onTransition);
       clearInterval(timer);
       flush();
     },

@@ -100,6 +100,19 @@ export function attachMetrics(worker: ObservedWorker, options: MetricsOptions = 
   });
   // No series until the first dead-lettered record: alert on `increase(...) > 0`, not on absence.
 
+  const transitionCounts = worker.transitionCounts?.bind(worker);
+  if (transitionCounts) {
+    new Gauge({
+      name: 'onceflow_state_transitions',
+      help: 'Moves of the worker lifecycle and of its producer transaction states since start, by machine and move (a gauge: the worker reports totals)',
+      labelNames: ['machine', 'from', 'to'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const t of transitionCounts()) this.set({ machine: t.machine, from: t.from, to: t.to }, t.count);
+      },
+    });
+  }
   const lag = options.lag ?? worker.partitionLag?.bind(worker);
   if (lag) {
     new Gauge({

@@ -1,5 +1,5 @@
 import type { ResolvedWorkerConfig } from '../runtime/config.ts';
-import type { PartitionLag, TopicRecordCount, WorkerEvent, WorkerStats } from '../runtime/worker-events.ts';
+import type { PartitionLag, TopicRecordCount, Transition, TransitionCount, WorkerEvent, WorkerStats } from '../runtime/worker-events.ts';
 
 // Still exported from here: they are part of the view a worker gives observability.
 export type { PartitionLag, TopicRecordCount };
@@ -14,6 +14,12 @@ export interface ObservedWorker {
   readonly transactionalId: string;
   on(event: 'event', listener: (e: WorkerEvent) => void): unknown;
   off(event: 'event', listener: (e: WorkerEvent) => void): unknown;
+  on(event: 'transition', listener: (t: Transition) => void): unknown;
+  off(event: 'transition', listener: (t: Transition) => void): unknown;
+  /** Its lifecycle state (CREATED, STARTING, RUNNING, REBALANCING, PENDING_SHUTDOWN, STOPPED, FAILED), where the worker has one. */
+  readonly state?: string;
+  /** How often each of its state machines made each move. */
+  transitionCounts?(): readonly TransitionCount[];
   /** Rejects when the worker's loop died of an unrecoverable error. */
   done(): Promise<void>;
   /** Lag of each assigned source partition, from the client's cached end offsets (no broker round trip). */

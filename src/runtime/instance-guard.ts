@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { withAdmin, type AdminClient, type ClientOptions } from '../kafka/admin.ts';
-import { WorkerError } from './txn-errors.ts';
+import { WorkerError } from './errors.ts';
 
 /** A member of the application's consumer group, as the group coordinator describes it. */
 export interface GroupMember {
@@ -15,6 +15,8 @@ export interface InstanceGuardOptions {
   /** Every client of a worker uses its transactional id as client.id: that is how a namesake is recognised. */
   readonly transactionalId: string;
   readonly kafka: ClientOptions;
+  /** How to reach an admin client; the real one by default. */
+  readonly withAdmin?: <T>(bootstrap: string, fn: (admin: AdminClient) => Promise<T>, kafka: ClientOptions) => Promise<T>;
 }
 
 /** Members of the group whose client id is this worker's transactional id; undefined when the group cannot be described. */
@@ -71,7 +73,7 @@ export async function refuseLiveNamesake(admin: AdminClient, opts: InstanceGuard
  */
 export async function stepBackIfNamesakeLive(opts: InstanceGuardOptions, cause: unknown): Promise<void> {
   // A client of its own, not one held for the worker's life: fencings are rare, and the admin is then idle.
-  const found = await withAdmin(opts.bootstrap, (admin) => namesakes(admin, opts), opts.kafka).catch(() => undefined);
+  const found = await (opts.withAdmin ?? withAdmin)(opts.bootstrap, (admin) => namesakes(admin, opts), opts.kafka).catch(() => undefined);
   // This worker is one of the members listed; a second one with its client id is the other process.
   if (found && found.length >= 2) {
     throw duplicateInstance(opts, found, 'another process with it fenced this worker\'s producer, and this worker steps back (without fencing it in turn) so that exactly one of them goes on', cause);

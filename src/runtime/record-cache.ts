@@ -1,4 +1,4 @@
-import type { IncomingRecord } from '../core/records.ts';
+import type { IncomingRecord, RecordOrigin } from '../core/records.ts';
 import { endRecordWrites, type UndoEntry } from '../state/undo.ts';
 
 /** An aggregate result held back, with the input record that last changed it (its lineage and headers). */
@@ -6,6 +6,8 @@ export interface CachedResult {
   readonly key: unknown;
   readonly value: unknown;
   readonly record: IncomingRecord;
+  /** What the result is sent with when released: shared by every result held back for `record`. */
+  readonly origin: RecordOrigin;
   readonly timestamp: number;
 }
 

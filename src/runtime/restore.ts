@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
 import { connectConsumer, consumeBatch, disconnect, watermarks, type RdConfig } from '../kafka/clients.ts';
 import type { RuntimeTask } from './worker-topology.ts';
 
@@ -16,11 +17,16 @@ const fromTheStart: RestoreStart = (_task, _store, c) => c.low;
  * because a changelog whose last offset is a commit marker has a high watermark no data record reaches.
  * Returns the number of changelog records applied.
  */
-export async function restoreTasks(clientConfig: RdConfig, tasks: readonly RuntimeTask[], start: RestoreStart = fromTheStart): Promise<number> {
+export async function restoreTasks(
+  clientConfig: RdConfig,
+  tasks: readonly RuntimeTask[],
+  start: RestoreStart = fromTheStart,
+  connect: (config: RdConfig) => Promise<KafkaConsumer> = connectConsumer,
+): Promise<number> {
   const targets = new Map<string, { task: RuntimeTask; store: string }>();
   for (const task of tasks) for (const c of task.changelogs) targets.set(`${c.topic}\u0000${c.partition}`, { task, store: c.store });
   if (targets.size === 0) return 0;
-  const consumer = await connectConsumer({
+  const consumer = await connect({
     // The caller may name the group (the worker: its own, which its group grant covers): librdkafka looks up the
     // coordinator of any group.id, though this consumer only assigns and never joins or commits.
     'group.id': `onceflow-restore-${randomUUID()}`,

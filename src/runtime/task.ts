@@ -4,10 +4,13 @@ import { inMemoryStoreFactory, type StoreFactory } from '../state/store.ts';
 import { TransactionalStore } from '../state/transactional.ts';
 import { windowStoreKey, splitWindowStoreKey } from '../state/windowed.ts';
 import type { Windowed } from '../dsl/types.ts';
-import { createRtNode, TaskContext, type AggregateNode, type RtNode, type SourceNode, type Step, type TaskMetrics } from './task-nodes.ts';
+import { createRuntimeNode, TaskContext, type CachingNode, type RuntimeNode, type SourceNode, type Step, type TaskMetrics } from './task-nodes.ts';
 import type { CachedResult } from './record-cache.ts';
 import { StageFailure, TaskBusyError, UnknownSourceTopicError, UnknownStoreError, UnknownSubtopologyError } from './task-errors.ts';
 import { maxRecordBytesFor } from '../core/record-size.ts';
+
+/** A task's id: its sub-topology and the partition of its sources it reads (state directories are named after it). */
+export const taskId = (subtopology: number, partition: number): string => `${subtopology}_${partition}`;
 
 export type { Step, TaskMetrics } from './task-nodes.ts';
 
@@ -55,12 +58,12 @@ export class Task {
   readonly #sources = new Map<string, SourceNode>();
   readonly #stores = new Map<string, { store: TransactionalStore; spec: CompiledStore }>();
   readonly #storeList: TransactionalStore[] = [];
-  readonly #stateful: RtNode[] = [];
-  readonly #caching: readonly AggregateNode[];
+  readonly #stateful: RuntimeNode[] = [];
+  readonly #caching: readonly CachingNode[];
   #committedStreamTime: number;
 
   constructor(plan: TaskPlan, sub: CompiledSubtopology, partition: number, opts: TaskOptions = {}) {
-    this.id = `${sub.id}_${partition}`;
+    this.id = taskId(sub.id, partition);
     this.subtopology = sub.id;
     this.partition = partition;
     this.inputTopics = sub.sourceTopics;
@@ -87,9 +90,9 @@ export class Task {
     }
     this.changelogs = sub.stores.map((s) => ({ store: s, topic: this.#stores.get(s)!.spec.changelogTopic, partition }));
 
-    const rt = new Map<string, RtNode>();
+    const rt = new Map<string, RuntimeNode>();
     for (const n of sub.nodes) {
-      const node = createRtNode(this.#ctx, n, (s) => this.#stores.get(s)!);
+      const node = createRuntimeNode(this.#ctx, n, (s) => this.#stores.get(s)!);
       rt.set(n.name, node);
       if (n.kind === 'source' || n.kind === 'repartitionSource') this.#sources.set(n.topic!, node as SourceNode);
       if (n.stores.length > 0) this.#stateful.push(node);
@@ -135,7 +138,7 @@ export class Task {
     if (ctx.busy) throw new TaskBusyError(this.id);
     const source = this.#sources.get(record.topic);
     if (!source) throw new UnknownSourceTopicError(this.id, record.topic, this.inputTopics);
-    ctx.current = record;
+    ctx.begin(record);
     ctx.seq++;
     let r: Step;
     try {
@@ -174,7 +177,7 @@ export class Task {
   advanceStreamTime(timestamp: number, collector: RecordCollector): Step {
     const ctx = this.#ctx;
     if (ctx.busy) throw new TaskBusyError(this.id);
-    ctx.current = { topic: `${this.id}-stream-time`, partition: this.partition, offset: -1, key: null, value: null, timestamp, headers: [] };
+    ctx.begin({ topic: `${this.id}-stream-time`, partition: this.partition, offset: -1, key: null, value: null, timestamp, headers: [] });
     ctx.seq++;
     let r: Step;
     try {
@@ -202,8 +205,9 @@ export class Task {
     const out = this.#ctx.out;
     for (const s of this.#storeList) s.endRecord(true);
     for (const n of this.#caching) n.cache!.endRecord(true);
-    if (origin === undefined) for (let i = 0; i < out.length; i++) collector.send(out[i]!);
-    else for (let i = 0; i < out.length; i++) collector.send({ ...out[i]!, source: origin });
+    const sentWith = this.#ctx.origin;
+    if (origin === undefined) for (let i = 0; i < out.length; i++) collector.send(out[i]!, sentWith);
+    else for (let i = 0; i < out.length; i++) collector.send({ ...out[i]!, source: origin }, sentWith);
     out.length = 0;
   }
 
@@ -227,17 +231,17 @@ export class Task {
     if (origin === undefined) this.#ctx.metrics.recordsProcessed++;
     this.#ctx.metrics.deadLettered++;
     const dead = this.#ctx.failureRecord(e);
-    collector.send(origin === undefined ? dead : { ...dead, source: origin });
+    collector.send(origin === undefined ? dead : { ...dead, source: origin }, this.#ctx.origin);
   }
 
   /** An overflowing cache's least recently updated result: past its size a cache gives up its coldest key first. */
-  readonly #pickOverflowing = (): [AggregateNode, CachedResult] | undefined => {
+  readonly #pickOverflowing = (): [CachingNode, CachedResult] | undefined => {
     for (const n of this.#caching) if (n.cache!.overflowing) return [n, n.cache!.takeOldest()!];
     return undefined;
   };
 
   /** Any held-back result, for the commit: the results of every cache go, the ones they cause downstream too. */
-  readonly #pickAny = (): [AggregateNode, CachedResult] | undefined => {
+  readonly #pickAny = (): [CachingNode, CachedResult] | undefined => {
     for (const n of this.#caching) {
       const r = n.cache!.takeOldest();
       if (r !== undefined) return [n, r];
@@ -246,7 +250,7 @@ export class Task {
   };
 
   /** Sends held-back results downstream, one at a time, while `pick` finds one. */
-  #drain(pick: () => [AggregateNode, CachedResult] | undefined, collector: RecordCollector): Step {
+  #drain(pick: () => [CachingNode, CachedResult] | undefined, collector: RecordCollector): Step {
     for (let next = pick(); next !== undefined; next = pick()) {
       const r = this.#releaseCached(next[0], next[1], collector);
       if (r !== undefined) return r.then(() => this.#drain(pick, collector));
@@ -258,9 +262,9 @@ export class Task {
    * being processed again: outputs carry that record's lineage and headers, and a stage failing on
    * it dead-letters that record (its store update stays: later updates were built on it).
    */
-  #releaseCached(node: AggregateNode, result: CachedResult, collector: RecordCollector): Step {
+  #releaseCached(node: CachingNode, result: CachedResult, collector: RecordCollector): Step {
     const ctx = this.#ctx;
-    ctx.current = result.record;
+    ctx.resume(result.origin);
     ctx.timestamp = result.timestamp;
     ctx.seq++;
     let r: Step;

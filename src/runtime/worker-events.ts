@@ -30,7 +30,8 @@ export type WorkerEvent =
   | { type: 'aborted'; reason: string }
   | { type: 'fenced'; reason: string }
   | { type: 'dead-lettered'; stage: string; code: string; topic: string; partition: number; offset: number }
-  | { type: 'stopped' };
+  /** state: how the loop ended (absent from stand-ins that do not track it). */
+  | { type: 'stopped'; state?: 'STOPPED' | 'FAILED' };
 
 /** Lag of one source partition: end offset (read_committed) minus the committed offset. */
 export interface PartitionLag {
@@ -44,4 +45,21 @@ export interface TopicRecordCount {
   readonly topic: string;
   readonly consumed: number;
   readonly produced: number;
+}
+
+/** One move of one of the worker's state machines (its lifecycle, its producer's transaction). */
+export interface Transition {
+  readonly machine: string;
+  readonly from: string;
+  readonly to: string;
+  /** The call that made the move, so a log line points at the code that did it. */
+  readonly call: string;
+}
+
+/** How often one state machine made one move, for the metrics. */
+export interface TransitionCount {
+  readonly machine: string;
+  readonly from: string;
+  readonly to: string;
+  readonly count: number;
 }

@@ -4,8 +4,9 @@ import type { TopologyBuilder } from '../dsl/builder.ts';
 import { compile } from '../graph/compile.ts';
 import type { CompiledTopology } from '../graph/compiled.ts';
 import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordHeader } from '../core/records.ts';
-import { createTask, type Step, type Task, type TaskMetrics, type TaskOptions } from '../runtime/task.ts';
+import { createTask, taskId, type Step, type Task, type TaskMetrics, type TaskOptions } from '../runtime/task.ts';
 import { partitionFor } from './partitioner.ts';
+import { DEAD_LETTER } from '../core/headers.ts';
 
 export class UnknownTestTopicError extends OnceflowError {
   readonly code = 'UNKNOWN_TEST_TOPIC';
@@ -161,7 +162,7 @@ export class TopologyTestDriver {
   }
 
   #task(sub: number, partition: number): Task {
-    const id = `${sub}_${partition}`;
+    const id = taskId(sub, partition);
     let t = this.#tasks.get(id);
     if (!t) {
       t = createTask(this.compiled, sub, partition, this.#taskOpts);
@@ -272,11 +273,11 @@ export class TopologyTestDriver {
         value: r.value,
         timestamp: r.timestamp,
         headers: h,
-        code: h['onceflow.error.code'] ?? '',
-        message: h['onceflow.error.message'] ?? '',
-        stage: h['onceflow.error.stage'] ?? '',
-        attempts: Number(h['onceflow.error.attempts']),
-        source: { topic: h['onceflow.source.topic'] ?? '', partition: Number(h['onceflow.source.partition']), offset: Number(h['onceflow.source.offset']) },
+        code: h[DEAD_LETTER.code] ?? '',
+        message: h[DEAD_LETTER.message] ?? '',
+        stage: h[DEAD_LETTER.stage] ?? '',
+        attempts: Number(h[DEAD_LETTER.attempts]),
+        source: { topic: h[DEAD_LETTER.sourceTopic] ?? '', partition: Number(h[DEAD_LETTER.sourcePartition]), offset: Number(h[DEAD_LETTER.sourceOffset]) },
       };
     });
   }

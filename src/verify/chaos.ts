@@ -5,7 +5,7 @@ import { readClusterInfo, restartBroker, startLocalCluster, stopLocalCluster, ty
 import { projectRoot } from '../kafka/paths.ts';
 import { compile } from '../graph/compile.ts';
 import { loadTopology } from '../dsl/load.ts';
-import { CHAOS_PHASES, type ChaosPhase } from '../runtime/worker.ts';
+import { CHAOS_PHASES, type ChaosPhase } from '../runtime/faults.ts';
 import { pipelines, type PipelineName } from './pipelines.ts';
 import { prng, produceAll } from './orders-input.ts';
 import { waitCaughtUp } from './progress.ts';

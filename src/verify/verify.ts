@@ -1,8 +1,9 @@
 import type { IncomingRecord } from '../core/records.ts';
 import { readTopic } from '../kafka/read-topic.ts';
+import { LINEAGE } from '../core/headers.ts';
 
-/** Header names the worker stamps on every record it produces (see src/runtime/worker.ts LINEAGE). */
-const H = { topic: 'onceflow.src.topic', partition: 'onceflow.src.partition', offset: 'onceflow.src.offset', seq: 'onceflow.src.seq' } as const;
+/** Header names the worker stamps on every record it produces. */
+const H = LINEAGE;
 
 /**
  * What a pipeline should have produced, computed from its input alone. A model is a second,

@@ -22,6 +22,8 @@ export class FakeWorker extends EventEmitter implements ObservedWorker {
     staleVersionsDropped: 0,
   };
   private failure: unknown;
+  /** Left unset, the worker reports no lifecycle state (as an older worker or a stand-in would). */
+  state: string | undefined;
 
   constructor(config: Partial<WorkerConfigInput> = {}) {
     super();

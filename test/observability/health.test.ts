@@ -117,3 +117,26 @@ test('a port in use is an ObservabilityServerError naming the port', async () =>
     await new Promise((resolve) => blocker.close(resolve));
   }
 });
+
+test('the probes report the worker lifecycle state: stopping is not ready, a failed loop is not alive', async () => {
+  const w = new FakeWorker();
+  const obs = await startObservability(w, { port: 0, host: '127.0.0.1', processMetrics: false });
+  try {
+    w.state = 'RUNNING';
+    w.send({ type: 'started', transactionalId: w.transactionalId });
+    w.send({ type: 'assigned', partitions: ['orders-0'] });
+    let r = await get(obs.port, '/readyz');
+    assert.deepEqual(JSON.parse(r.body), { status: 'ok', ok: true, partitions: 1, workerState: 'RUNNING' });
+    w.state = 'PENDING_SHUTDOWN';
+    r = await get(obs.port, '/readyz');
+    assert.equal(r.status, 503);
+    assert.equal(JSON.parse(r.body).reason, 'stopping');
+    assert.equal((await get(obs.port, '/healthz')).status, 200);
+    w.state = 'FAILED';
+    r = await get(obs.port, '/healthz');
+    assert.equal(r.status, 503);
+    assert.equal(JSON.parse(r.body).reason, 'fatal');
+  } finally {
+    await obs.close();
+  }
+});

@@ -1,0 +1,129 @@
+import type { Message } from '@confluentinc/kafka-javascript';
+import { DEAD_LETTER, LINEAGE } from '../core/headers.ts';
+import { IllegalTransitionError } from './errors.ts';
+import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader, RecordOrigin } from './records.ts';
+import type { RuntimeContext } from './runtime-context.ts';
+import type { TransactionalOutput } from './transaction/output.ts';
+import type { TopicRecordCount } from './worker-events.ts';
+
+const NO_HEADERS: readonly RecordHeader[] = [];
+
+/**
+ * Between the client and the tasks: turns fetched messages into records, and puts what the tasks
+ * emit into the open transaction with lineage headers, counting records per topic and reporting
+ * dead letters.
+ */
+export class WorkerRecordCollector {
+  /** The lineage headers' topic and partition bytes, by topic and partition: made once, sent with every record. */
+  private readonly lineageCache = new Map<string, { topic: Buffer; partition: Buffer }[]>();
+  private readonly recordsByTopic = new Map<string, { consumed: number; produced: number }>();
+  private readonly transactionHeader: Buffer;
+
+  /**
+   * What the tasks emit as the transaction is about to commit: results a record cache held back
+   * (each with the origin it stands for), then changelog records, one per key written, which stand
+   * for no one input record and carry no lineage (restore, their only reader, needs none).
+   */
+  readonly commitCollector: CommitCollector = {
+    send: (r, origin) => {
+      // What a task releases at the commit stands for a record processed earlier, which only the task knows.
+      if (!origin) throw new IllegalTransitionError('record collector', 'COMMITTING', 'send', undefined, 'a record released at the commit needs the origin it stands for');
+      this.send(r, origin);
+    },
+    changelog: (r) => {
+      this.output.produce(r.topic, r.partition ?? null, r.value, r.key, r.timestamp ?? Date.now());
+      this.countProduced(r.topic);
+    },
+  };
+
+  constructor(
+    private readonly context: RuntimeContext,
+    private readonly output: TransactionalOutput,
+    private readonly deadLetterTopics: ReadonlySet<string>,
+  ) {
+    this.transactionHeader = Buffer.from(context.transactionalId);
+  }
+
+  /** A fetched message as the tasks read it. */
+  incoming(m: Message): IncomingRecord {
+    return toIncoming(m);
+  }
+
+  /** Counted once its task has processed it. */
+  consumed(topic: string): void {
+    this.context.stats.recordsConsumed++;
+    this.topicCount(topic).consumed++;
+  }
+
+  /** Where the task processing `record` sends its outputs: one-way, each output with its origin (by default `record`). */
+  sinkFor(record: IncomingRecord): RecordCollector {
+    // Made only for a task that sends without an origin: the runtime's own tasks always pass one.
+    let own: RecordOrigin | undefined;
+    return { send: (r, origin) => this.send(r, origin ?? (own ??= { record, released: false, seq: 0 })) };
+  }
+
+  topicRecords(): TopicRecordCount[] {
+    return [...this.recordsByTopic].map(([topic, c]) => ({ topic, ...c }));
+  }
+
+  private lineageOf(record: IncomingRecord): { topic: Buffer; partition: Buffer } {
+    let byPartition = this.lineageCache.get(record.topic);
+    if (!byPartition) this.lineageCache.set(record.topic, (byPartition = []));
+    return (byPartition[record.partition] ??= { topic: Buffer.from(record.topic), partition: Buffer.from(String(record.partition)) });
+  }
+
+  private send(r: OutgoingRecord, origin: RecordOrigin): void {
+    const lineage = this.lineageOf(origin.record);
+    const headers: Record<string, Buffer>[] = [];
+    if (r.headers) for (const h of r.headers) headers.push({ [h.key]: h.value });
+    headers.push(
+      { [LINEAGE.topic]: lineage.topic },
+      { [LINEAGE.partition]: lineage.partition },
+      { [LINEAGE.offset]: Buffer.from(String(origin.record.offset)) },
+      // Released results number apart ('c0', 'c1', ...) from what their record's own processing sent.
+      { [LINEAGE.seq]: Buffer.from(origin.released ? `c${origin.seq++}` : String(origin.seq++)) },
+      { [LINEAGE.txn]: this.transactionHeader },
+    );
+    this.output.produce(r.topic, r.partition ?? null, r.value, r.key, r.timestamp ?? origin.record.timestamp, headers);
+    this.countProduced(r.topic);
+    if (this.deadLetterTopics.has(r.topic)) {
+      const header = (k: string) => r.headers?.find((h) => h.key === k)?.value.toString() ?? 'unknown';
+      this.context.stats.deadLettered++;
+      this.context.emit({
+        type: 'dead-lettered',
+        stage: header(DEAD_LETTER.stage),
+        code: header(DEAD_LETTER.code),
+        topic: origin.record.topic,
+        partition: origin.record.partition,
+        offset: origin.record.offset,
+      });
+    }
+  }
+
+  private countProduced(topic: string): void {
+    this.context.stats.recordsProduced++;
+    this.topicCount(topic).produced++;
+  }
+
+  private topicCount(topic: string): { consumed: number; produced: number } {
+    let count = this.recordsByTopic.get(topic);
+    if (!count) this.recordsByTopic.set(topic, (count = { consumed: 0, produced: 0 }));
+    return count;
+  }
+}
+
+function toIncoming(m: Message): IncomingRecord {
+  let headers: readonly RecordHeader[] = NO_HEADERS;
+  if (m.headers && m.headers.length > 0) {
+    const list: RecordHeader[] = [];
+    for (const h of m.headers) {
+      for (const k in h) {
+        const v = h[k];
+        if (v !== undefined) list.push({ key: k, value: typeof v === 'string' ? Buffer.from(v) : v });
+      }
+    }
+    headers = list;
+  }
+  const key = m.key === undefined || m.key === null ? null : typeof m.key === 'string' ? Buffer.from(m.key) : m.key;
+  return { topic: m.topic, partition: m.partition, offset: m.offset, key, value: m.value, timestamp: m.timestamp ?? Date.now(), headers };
+}

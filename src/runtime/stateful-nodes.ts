@@ -1,0 +1,199 @@
+// The stages that read and write a store (dedupe, latest-by-version, aggregates, windows): their
+// writes go through the task's transactional stores, so a rollback undoes them.
+import type { SerdeContext } from '../serdes/serde.ts';
+import type { WindowSpec, Windowed } from '../dsl/types.ts';
+import type { CompiledNode, CompiledStore } from '../graph/types.ts';
+import type { TransactionalStore } from '../state/transactional.ts';
+import { DeadlineHeap } from '../state/heap.ts';
+import { mapKey } from '../state/store.ts';
+import { RecordCache, type CachedResult } from './record-cache.ts';
+import { splitWindowStoreKey, windowStartsFor, windowStoreKey } from '../state/windowed.ts';
+import { StageFailure } from './task-errors.ts';
+import { errorCode, RuntimeNode, type Spec, type Step, TaskContext } from './task-context.ts';
+
+abstract class StatefulNode extends RuntimeNode {
+  readonly store: TransactionalStore;
+  readonly storeSpec: CompiledStore;
+  readonly keyCtx: SerdeContext;
+  readonly valueCtx: SerdeContext;
+
+  constructor(ctx: TaskContext, node: CompiledNode, store: TransactionalStore, storeSpec: CompiledStore) {
+    super(ctx, node);
+    this.store = store;
+    this.storeSpec = storeSpec;
+    this.keyCtx = { topic: storeSpec.changelogTopic, role: 'key' };
+    this.valueCtx = { topic: storeSpec.changelogTopic, role: 'value' };
+  }
+
+  protected keyBytes(key: unknown): Buffer {
+    return this.storeSpec.keySerde.serialize(key, this.keyCtx) ?? Buffer.alloc(0);
+  }
+}
+
+export class DedupeNode extends StatefulNode {
+  readonly #spec = this.node.spec as Spec<'dedupe'>;
+  readonly #heap = new DeadlineHeap<Buffer>();
+  #indexed = false;
+
+  override reset(): void {
+    this.#indexed = false;
+  }
+
+  #firstSeen(bytes: Buffer): number {
+    return Number(bytes.toString('utf8'));
+  }
+
+  #expire(): void {
+    const ttl = this.#spec.ttlMs;
+    const now = this.ctx.streamTime;
+    if (!this.#indexed) {
+      this.#heap.clear();
+      for (const [k, v] of this.store.entries()) this.#heap.push(this.#firstSeen(v) + ttl, k);
+      this.#indexed = true;
+    }
+    for (let e = this.#heap.popDue(now); e !== undefined; e = this.#heap.popDue(now)) {
+      const stored = this.store.get(e.item);
+      // the id may have been seen again (re-put) since this deadline was queued
+      if (stored !== undefined && this.#firstSeen(stored) + ttl <= now) this.store.delete(e.item, now);
+    }
+  }
+
+  protected apply(key: unknown, value: unknown): Step {
+    const id = String(this.checkSync(this.#spec.fn(key, value)));
+    this.#expire();
+    const now = this.ctx.streamTime;
+    const kb = Buffer.from(id, 'utf8');
+    const seen = this.store.get(kb);
+    if (seen !== undefined && this.#firstSeen(seen) + this.#spec.ttlMs > now) {
+      this.ctx.metrics.duplicatesDropped++;
+      return;
+    }
+    this.store.put(kb, Buffer.from(String(now), 'utf8'), now);
+    this.#heap.push(now + this.#spec.ttlMs, kb);
+    return this.forward(key, value);
+  }
+}
+
+export class LatestByVersionNode extends StatefulNode {
+  readonly #fn = (this.node.spec as Spec<'latestByVersion'>).fn;
+  protected apply(key: unknown, value: unknown): Step {
+    if (key === null || key === undefined) {
+      this.ctx.metrics.nullKeysDropped++;
+      return;
+    }
+    const version = Number(this.checkSync(this.#fn(key, value)));
+    const kb = this.keyBytes(key);
+    const stored = this.store.get(kb);
+    if (stored !== undefined && !(version > (this.storeSpec.valueSerde.deserialize(stored, this.valueCtx) as number))) {
+      this.ctx.metrics.staleVersionsDropped++;
+      return;
+    }
+    this.store.put(kb, this.storeSpec.valueSerde.serialize(version, this.valueCtx)!, this.ctx.timestamp);
+    return this.forward(key, value);
+  }
+}
+
+export class AggregateNode extends StatefulNode {
+  readonly #spec = this.node.spec as Spec<'aggregate'>;
+  readonly cache: RecordCache | undefined = this.ctx.env.cacheMaxRecords > 0 ? new RecordCache(this.ctx.env.cacheMaxRecords) : undefined;
+
+  /** Sends a held-back result downstream; the task has made its input record the current one. */
+  release(result: CachedResult): Step {
+    return this.forward(result.key, result.value);
+  }
+
+  protected apply(key: unknown, value: unknown): Step {
+    if (key === null || key === undefined) {
+      this.ctx.metrics.nullKeysDropped++;
+      return;
+    }
+    const serde = this.storeSpec.valueSerde;
+    const kb = this.keyBytes(key);
+    const stored = this.store.get(kb);
+    const agg = stored === undefined ? this.#spec.init() : serde.deserialize(stored, this.valueCtx);
+    const next = this.checkSync(this.#spec.fn(key, value, agg));
+    const bytes = serde.serialize(next, this.valueCtx);
+    if (bytes === null) this.store.delete(kb, this.ctx.timestamp);
+    else this.store.put(kb, bytes, this.ctx.timestamp);
+    if (this.cache === undefined) return this.forward(key, next);
+    this.cache.put(mapKey(kb), { key, value: next, record: this.ctx.current, origin: this.ctx.releasedOrigin(), timestamp: this.ctx.timestamp });
+  }
+}
+
+export class WindowedAggregateNode extends StatefulNode {
+  readonly #spec = this.node.spec as Spec<'aggregate'>;
+  readonly #w: WindowSpec = (this.node.spec as Spec<'aggregate'>).window!;
+  readonly #heap = new DeadlineHeap<Buffer>();
+  readonly #starts: number[] = [];
+  #indexed = false;
+
+  override reset(): void {
+    this.#indexed = false;
+  }
+
+  #index(): void {
+    if (this.#indexed) return;
+    this.#heap.clear();
+    for (const [k] of this.store.entries()) this.#heap.push(splitWindowStoreKey(k).start + this.#w.sizeMs + this.#w.graceMs, k);
+    this.#indexed = true;
+  }
+
+  protected apply(key: unknown, value: unknown): Step {
+    if (key === null || key === undefined) {
+      this.ctx.metrics.nullKeysDropped++;
+      return;
+    }
+    this.#index();
+    const { sizeMs, graceMs, advanceMs } = this.#w;
+    const starts = windowStartsFor(this.ctx.timestamp, sizeMs, advanceMs, this.#starts);
+    const serde = this.storeSpec.valueSerde;
+    const kb = this.keyBytes(key);
+    const now = this.ctx.streamTime;
+    // compute every window first, so a throwing aggregator leaves nothing half-written for the retry
+    const updates: { sk: Buffer; start: number; fresh: boolean; next: unknown }[] = [];
+    for (const start of starts) {
+      if (start + sizeMs + graceMs <= now) continue;
+      const sk = windowStoreKey(kb, start);
+      const stored = this.store.get(sk);
+      const agg = stored === undefined ? this.#spec.init() : serde.deserialize(stored, this.valueCtx);
+      updates.push({ sk, start, fresh: stored === undefined, next: this.checkSync(this.#spec.fn(key, value, agg)) });
+    }
+    if (updates.length === 0) {
+      this.ctx.metrics.lateRecordsDropped++;
+      if (this.#w.lateRecords === 'dead-letter') this.ctx.routeToDeadLetter('LATE_RECORD', `record at ${this.ctx.timestamp} is later than the grace period of every window it belongs to (stream time ${now})`, this.name);
+      return;
+    }
+    const pairs: [Windowed<unknown>, unknown][] = [];
+    for (const u of updates) {
+      const bytes = serde.serialize(u.next, this.valueCtx);
+      if (bytes === null) this.store.delete(u.sk, this.ctx.timestamp);
+      else this.store.put(u.sk, bytes, this.ctx.timestamp);
+      if (u.fresh) this.#heap.push(u.start + sizeMs + graceMs, u.sk);
+      if (!this.#w.emitFinal) pairs.push([{ key, start: u.start, end: u.start + sizeMs }, u.next]);
+    }
+    return pairs.length === 0 ? undefined : this.forwardPairs(pairs, 0);
+  }
+
+  /** Closed windows leave the store (late records can no longer change them); with emitFinal they are emitted now. */
+  override fireStreamTime(): Step {
+    let pairs: [Windowed<unknown>, unknown][] | undefined;
+    try {
+      this.#index();
+      const now = this.ctx.streamTime;
+      for (let e = this.#heap.popDue(now); e !== undefined; e = this.#heap.popDue(now)) {
+        const stored = this.store.get(e.item);
+        if (stored === undefined) continue;
+        if (this.#w.emitFinal) {
+          const { inner, start } = splitWindowStoreKey(e.item);
+          const key = this.storeSpec.keySerde.deserialize(inner, this.keyCtx);
+          (pairs ??= []).push([{ key, start, end: start + this.#w.sizeMs }, this.storeSpec.valueSerde.deserialize(stored, this.valueCtx)]);
+        }
+        this.store.delete(e.item, now);
+      }
+    } catch (e) {
+      throw new StageFailure(this.name, e, 1, errorCode(e, 'WINDOW_CLOSE_FAILED'));
+    }
+    return pairs === undefined ? undefined : this.forwardPairs(pairs, 0);
+  }
+}
+

@@ -1,0 +1,193 @@
+import { join } from 'node:path';
+import { watermarks } from '../kafka/clients.ts';
+import type { ChangelogOffset, PersistentTaskState } from '../state/lmdb-store.ts';
+import type { PartitionRef } from './partition-progress.ts';
+import { partitionKey } from './partition-progress.ts';
+import type { CommitCollector } from './records.ts';
+import { maxRecordBytesFor } from './record-size.ts';
+import { restoreTasks, type RestoreStart } from './restore.ts';
+import type { RuntimeContext } from './runtime-context.ts';
+import { taskId } from './task.ts';
+import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
+
+interface DropCounts {
+  late: number;
+  duplicates: number;
+  stale: number;
+}
+
+/**
+ * The worker's tasks: which task reads each owned source partition, creating and closing them as
+ * partitions come and go, restoring their stores, and committing or rolling them back together.
+ */
+export class TaskManager {
+  private readonly tasks = new Map<string, RuntimeTask>();
+  /** every owned source partition's task, by partition key */
+  private readonly bySource = new Map<string, RuntimeTask>();
+  private readonly subtopologyOf = new Map<string, number>();
+  /** Persistent stores of each task; empty with the in-memory store. */
+  private readonly persistentStates = new Map<RuntimeTask, PersistentTaskState>();
+  /** Loaded only for `stateStore: persistent`, so the default never loads LMDB's native binary. */
+  private persistentState: typeof PersistentTaskState | undefined;
+  private readonly dropsCounted = new WeakMap<RuntimeTask, DropCounts>();
+  /**
+   * False from a rollback until the next commit: a fenced zombie's successor may already be writing the
+   * changelog, and at least once the rolled-back batch's changelog records stay behind, so its end
+   * may not be what the stores hold.
+   */
+  private lastTransactionCommitted = true;
+
+  constructor(
+    private readonly topology: RuntimeTopology,
+    private readonly context: RuntimeContext,
+  ) {
+    for (const sub of topology.subtopologies) for (const t of sub.sourceTopics) this.subtopologyOf.set(t, sub.id);
+  }
+
+  async loadStateStore(): Promise<void> {
+    if (this.context.config.stateStore === 'persistent') this.persistentState = (await import('../state/lmdb-store.ts')).PersistentTaskState;
+  }
+
+  get size(): number {
+    return this.tasks.size;
+  }
+
+  taskFor(key: string): RuntimeTask | undefined {
+    return this.bySource.get(key);
+  }
+
+  owns(key: string): boolean {
+    return this.bySource.has(key);
+  }
+
+  /** Keys of every owned source partition. */
+  ownedPartitions(): IterableIterator<string> {
+    return this.bySource.keys();
+  }
+
+  /** What one produce may carry: librdkafka refuses a larger record at once, on every replay. */
+  private get maxRecordBytes(): number {
+    const configured = Number(this.context.config.kafka['message.max.bytes']);
+    return maxRecordBytesFor(Number.isFinite(configured) && configured > 0 ? configured : undefined);
+  }
+
+  /** `streamTimes`: the stream time committed with each partition's offset, to resume the task from. */
+  addSources(partitions: readonly PartitionRef[], streamTimes: ReadonlyMap<string, number>): RuntimeTask[] {
+    const { config } = this.context;
+    const fresh: RuntimeTask[] = [];
+    for (const p of partitions) {
+      const sub = this.subtopologyOf.get(p.topic);
+      if (sub === undefined) continue;
+      const id = taskId(sub, p.partition);
+      let task = this.tasks.get(id);
+      if (!task) {
+        // A task reads the same partition of each of its sub-topology's sources; its stream time is the largest.
+        const resumed = partitions
+          .filter((q) => q.partition === p.partition && this.subtopologyOf.get(q.topic) === sub)
+          .map((q) => streamTimes.get(partitionKey(q.topic, q.partition)))
+          .filter((t): t is number => t !== undefined);
+        const timeOption = { maxRecordBytes: this.maxRecordBytes, ...(resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {}) };
+        if (this.persistentState) {
+          const state = new this.persistentState(join(config.stateDir, config.appId, config.instanceId, id));
+          task = this.topology.createTask(sub, p.partition, { storeFactory: state.storeFactory, cacheMaxRecords: config.cacheMaxRecords, ...timeOption });
+          this.persistentStates.set(task, state);
+        } else {
+          task = this.topology.createTask(sub, p.partition, { cacheMaxRecords: config.cacheMaxRecords, ...timeOption });
+        }
+        this.tasks.set(id, task);
+        fresh.push(task);
+      }
+      this.bySource.set(partitionKey(p.topic, p.partition), task);
+    }
+    return fresh;
+  }
+
+  /** Returns the task when this was its last source partition. */
+  dropSource(p: PartitionRef): RuntimeTask | undefined {
+    this.bySource.delete(partitionKey(p.topic, p.partition));
+    const sub = this.subtopologyOf.get(p.topic);
+    if (sub === undefined) return undefined;
+    const id = taskId(sub, p.partition);
+    const task = this.tasks.get(id);
+    if (!task || [...this.bySource.values()].includes(task)) return undefined;
+    this.tasks.delete(id);
+    return task;
+  }
+
+  async restore(tasks: RuntimeTask[]): Promise<void> {
+    if (tasks.length === 0 || tasks.every((t) => t.changelogs.length === 0)) return;
+    const started = Date.now();
+    let fromCheckpoint = 0;
+    const start: RestoreStart = (task, store, c) => {
+      const offset = this.persistentStates.get(task)?.restoreFrom(store, c.topic, c.partition, c.low, c.high) ?? c.low;
+      if (offset > c.low) fromCheckpoint++;
+      return offset;
+    };
+    const records = await restoreTasks({ ...this.context.clientConfig(), 'group.id': this.context.config.appId }, tasks, start, (config) => this.context.clients.consumer(config));
+    for (const task of tasks) this.persistentStates.get(task)?.startProcessing();
+    this.context.stats.restoredRecords += records;
+    this.context.emit({ type: 'restored', records, ms: Date.now() - started, fromCheckpoint });
+  }
+
+  /**
+   * Closes a task's persistent stores. `clean` (its last transaction is committed or rolled back, and
+   * no other worker owns it yet) checkpoints each changelog's end: everything before it is in the store.
+   */
+  async closeTaskState(task: RuntimeTask, clean: boolean): Promise<void> {
+    const state = this.persistentStates.get(task);
+    if (!state) return;
+    this.persistentStates.delete(task);
+    const consumer = this.context.consumer();
+    let offsets: ChangelogOffset[] | undefined;
+    if (clean && consumer && this.lastTransactionCommitted) {
+      try {
+        offsets = await Promise.all(task.changelogs.map(async (c) => ({ topic: c.topic, partition: c.partition, offset: (await watermarks(consumer, c.topic, c.partition, 10_000)).high })));
+      } catch {
+        // No checkpoint then: the next start rebuilds from the changelog, which is slower but exact.
+      }
+    }
+    await state.close(offsets);
+  }
+
+  /** At close: `clean` when the loop ended after its last commit, not on an error. */
+  async closeAll(clean: boolean): Promise<void> {
+    for (const task of [...this.persistentStates.keys()]) await this.closeTaskState(task, clean);
+  }
+
+  /** Called in the open transaction, before its offsets are sent (or, at least once, before the flush that acknowledges it). */
+  async prepareCommit(collector: CommitCollector): Promise<void> {
+    for (const t of this.tasks.values()) {
+      const r = t.prepareCommit?.(collector);
+      if (r) await r;
+    }
+  }
+
+  committed(): void {
+    for (const t of this.tasks.values()) {
+      t.commit();
+      this.countDrops(t);
+    }
+    this.lastTransactionCommitted = true;
+  }
+
+  rolledBack(): void {
+    for (const t of this.tasks.values()) t.rollback();
+    this.lastTransactionCommitted = false;
+  }
+
+  streamTimeOf(key: string): number | undefined {
+    return this.bySource.get(key)?.streamTime;
+  }
+
+  /** What each task has dropped since the last commit joins the worker's counters (tasks come and go; the counters stay). */
+  private countDrops(task: RuntimeTask): void {
+    const m = task.metrics;
+    if (!m) return;
+    const { stats } = this.context;
+    const seen = this.dropsCounted.get(task) ?? { late: 0, duplicates: 0, stale: 0 };
+    stats.lateRecordsDropped += m.lateRecordsDropped - seen.late;
+    stats.duplicatesDropped += m.duplicatesDropped - seen.duplicates;
+    stats.staleVersionsDropped += m.staleVersionsDropped - seen.stale;
+    this.dropsCounted.set(task, { late: m.lateRecordsDropped, duplicates: m.duplicatesDropped, stale: m.staleVersionsDropped });
+  }
+}

@@ -1,0 +1,210 @@
+import type { Message, TopicPartitionOffset } from '@confluentinc/kafka-javascript';
+import { committedOffsets, seek } from '../kafka/clients.ts';
+import { formatCommitMetadata } from './commit-metadata.ts';
+import { WorkerError } from './errors.ts';
+import { stepBackIfNamesakeLive, tooManyFencings, type InstanceGuardOptions } from './instance-guard.ts';
+import { parsePartitionKey, partitionKey, type PartitionProgress } from './partition-progress.ts';
+import { DEFAULT_MESSAGE_MAX_BYTES } from './record-size.ts';
+import type { WorkerRecordCollector } from './record-collector.ts';
+import type { RuntimeContext } from './runtime-context.ts';
+import type { TaskManager } from './task-manager.ts';
+import { describeKafkaError, isFatalOrFencing, isFencing, recordTooLarge } from './transaction/kafka-errors.ts';
+import type { TransactionalOutput, TransactionFailure } from './transaction/output.ts';
+
+/** A refused batch is not a passing broker hiccup; a few tries only rule out a batch that happened to be assembled larger. */
+const MAX_SIZE_REFUSALS = 3;
+
+/**
+ * One transaction across the tasks and the owned partitions: opens it for the first record, commits
+ * it with the processed offsets, and after any failure puts tasks and partitions back where the last
+ * committed transaction left them (the rules in partition-progress.ts), replacing the producer when
+ * it cannot be trusted.
+ */
+export class TransactionDriver {
+  private openedAt = 0;
+  private records = 0;
+  private fencedAt: number[] = [];
+  /** Transactions in a row the broker refused for a record batch over a topic's max.message.bytes. */
+  private sizeRefusals = 0;
+
+  constructor(
+    private readonly context: RuntimeContext,
+    private readonly output: TransactionalOutput,
+    private readonly tasks: TaskManager,
+    private readonly progress: PartitionProgress,
+    private readonly collector: WorkerRecordCollector,
+    private readonly guard: InstanceGuardOptions,
+  ) {}
+
+  get open(): boolean {
+    return this.output.open;
+  }
+
+  /** The open transaction has run for commitIntervalMs or holds maxRecordsPerTransaction records. */
+  due(): boolean {
+    const { config } = this.context;
+    return this.output.open && (Date.now() - this.openedAt >= config.commitIntervalMs || this.records >= config.maxRecordsPerTransaction);
+  }
+
+  async ensureOpen(): Promise<void> {
+    if (this.output.open) return;
+    await this.output.begin();
+    this.openedAt = Date.now();
+    this.records = 0;
+    this.context.faults('before-produce');
+  }
+
+  /** `m` went through its task: its offset joins the open transaction. */
+  processed(m: Message): void {
+    this.progress.pending.set(partitionKey(m.topic, m.partition), { topic: m.topic, partition: m.partition, offset: m.offset + 1 });
+    this.records++;
+  }
+
+  async commit(): Promise<void> {
+    const consumer = this.context.consumer();
+    if (!consumer || !this.output.open) return;
+    const started = Date.now();
+    const records = this.records;
+    const outcome = await this.output.commit({ offsets: this.offsetsToCommit(), consumer, prepare: () => this.tasks.prepareCommit(this.collector.commitCollector) });
+    if (!outcome.committed) {
+      await this.recover(outcome.failure);
+      return;
+    }
+    this.markCommitted();
+    if (outcome.announced) this.context.emit({ type: 'committed', records, ms: Date.now() - started });
+  }
+
+  async abort(reason: string): Promise<void> {
+    if (this.output.open) {
+      const failure = await this.output.abort();
+      if (failure) {
+        await this.replaceAfterFailure(failure.error);
+        return;
+      }
+    }
+    await this.rewind(reason);
+  }
+
+  /** A call that put records into the transaction (or opened it) failed with a Kafka error. */
+  async failed(e: unknown): Promise<void> {
+    await this.recover(this.output.failed(e));
+  }
+
+  /** Seeks each unsettled partition to its committed offset; one that cannot be sought now stays unsettled (rule 2). */
+  async settlePartitions(): Promise<void> {
+    const consumer = this.context.consumer();
+    if (!consumer) return;
+    for (const key of [...this.progress.unsettled]) {
+      if (!this.tasks.owns(key)) {
+        this.progress.forget(key);
+        continue;
+      }
+      try {
+        await seek(consumer, this.progress.rewindTarget(key), 10_000);
+        this.progress.settled(key);
+      } catch {
+        // Retried before the next fetch; until then none of its records is processed.
+      }
+    }
+  }
+
+  private offsetsToCommit(): TopicPartitionOffset[] {
+    const at = Date.now();
+    const by = this.context.transactionalId;
+    return [...this.progress.pending].map(([key, o]) => ({ ...o, metadata: formatCommitMetadata({ by, at, streamTime: this.tasks.streamTimeOf(key) }) }));
+  }
+
+  private markCommitted(): void {
+    this.progress.markCommitted();
+    this.tasks.committed();
+    this.sizeRefusals = 0;
+    this.context.stats.transactionsCommitted++;
+    this.context.stats.lastCommitAt = Date.now();
+  }
+
+  private async recover(failure: TransactionFailure): Promise<void> {
+    switch (failure.kind) {
+      case 'rolled-back':
+        await this.rewind(failure.reason);
+        return;
+      case 'abortable':
+        await this.abort(`transaction aborted: ${describeKafkaError(failure.error)}`);
+        this.failIfTopicRefusesRecordSize(failure.error);
+        return;
+      case 'replace':
+        await this.replaceAfterFailure(failure.error);
+    }
+  }
+
+  /** Roll the tasks back to their last commit and put every owned partition back at its committed offset. */
+  private async rewind(reason: string): Promise<void> {
+    this.tasks.rolledBack();
+    this.progress.unsettle(this.tasks.ownedPartitions());
+    this.context.stats.transactionsAborted++;
+    this.context.emit({ type: 'aborted', reason });
+    await this.settlePartitions();
+  }
+
+  /** Fatal, or unknown: this producer cannot be trusted. Whether the last commit landed is read back, never assumed. */
+  private async replaceAfterFailure(e: unknown): Promise<void> {
+    const reason = describeKafkaError(e);
+    if (isFatalOrFencing(e)) {
+      this.context.stats.fencings++;
+      this.context.emit({ type: 'fenced', reason });
+      // Before the producer is replaced: a new one would fence the namesake in turn.
+      if (isFencing(e)) await stepBackIfNamesakeLive(this.guard, e);
+      const now = Date.now();
+      this.fencedAt = [...this.fencedAt.filter((t) => now - t < 60_000), now];
+      if (this.fencedAt.length >= 4) throw tooManyFencings(this.guard, this.fencedAt.length, e);
+    }
+    await this.output.replace();
+    this.context.emit({ type: 'aborted', reason: `producer replaced: ${reason}` });
+    await this.resolveAmbiguousCommit();
+  }
+
+  /**
+   * After the producer was replaced: the last transaction's outcome is read back from the group's
+   * committed offsets of every owned partition, and every owned partition is then sought to what was
+   * read (rules 1 and 5 in partition-progress.ts), whether the transaction landed or not.
+   */
+  private async resolveAmbiguousCommit(): Promise<void> {
+    const consumer = this.context.consumer();
+    const pending = [...this.progress.pending.values()];
+    const owned = [...this.tasks.ownedPartitions()].map(parsePartitionKey);
+    let readBack: Awaited<ReturnType<typeof committedOffsets>> | undefined;
+    for (let attempt = 1; consumer && owned.length > 0 && readBack === undefined && attempt <= 3; attempt++) {
+      readBack = await committedOffsets(consumer, owned, 30_000).catch(() => undefined);
+    }
+    const landed = readBack !== undefined && pending.length > 0 && pending.every((p) => readBack.some((c) => c.topic === p.topic && c.partition === p.partition && c.offset === p.offset));
+    if (landed) this.markCommitted();
+    // Unread, the local view stands: it is what this worker last saw committed, so at worst a landed transaction is repeated, never skipped.
+    for (const c of readBack ?? []) this.progress.committed.set(partitionKey(c.topic, c.partition), c.offset >= 0 ? c.offset : undefined);
+    if (!landed) {
+      await this.rewind(pending.length === 0 ? 'transaction dropped' : 'transaction did not commit');
+      return;
+    }
+    this.progress.unsettle(this.tasks.ownedPartitions());
+    await this.settlePartitions();
+  }
+
+  /**
+   * The broker measures a record batch against the topic's own max.message.bytes, which librdkafka
+   * does not know and cannot split for: the same batch is refused on every replay, so the worker
+   * would abort forever. After a few refusals in a row it stops with the topic named and nothing of
+   * the refused transactions committed.
+   */
+  private failIfTopicRefusesRecordSize(e: unknown): void {
+    const refused = recordTooLarge(e);
+    if (!refused) {
+      this.sizeRefusals = 0;
+      return;
+    }
+    if (++this.sizeRefusals < MAX_SIZE_REFUSALS) return;
+    const { topic } = refused;
+    throw new WorkerError(
+      'RECORD_TOO_LARGE_FOR_TOPIC',
+      `the broker refused ${this.sizeRefusals} transactions in a row: a record batch for ${topic === undefined ? 'an output topic' : `topic ${topic}`} is over that topic's max.message.bytes, which is below the producer's (${this.context.config.kafka['message.max.bytes'] ?? DEFAULT_MESSAGE_MAX_BYTES}). Nothing of them was committed. Set kafka.message.max.bytes and kafka.batch.size at or below the topic's max.message.bytes (larger records are then dead-lettered as RECORD_TOO_LARGE), or raise the topic's limit`,
+      { cause: e },
+    );
+  }
+}

@@ -1,0 +1,80 @@
+import type { Producer } from '@confluentinc/kafka-javascript';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { abortTransaction, beginTransaction, commitTransaction, disconnect, initTransactions, sendOffsetsToTransaction, type RdConfig } from '../../kafka/clients.ts';
+import { WorkerError } from '../errors.ts';
+import { classifyTxnError, isTransactionalIdUnauthorized } from './kafka-errors.ts';
+import { TransactionalOutput, type CommitOutcome, type CommitRequest } from './output.ts';
+
+/**
+ * Kafka Streams' exactly_once_v2: outputs and the consumed offsets commit in one transaction, the
+ * offsets sent with the consumer's group metadata so that a stale generation is fenced.
+ */
+export class ExactlyOnceOutput extends TransactionalOutput {
+  protected override producerConfig(): RdConfig {
+    return { ...super.producerConfig(), 'dr_cb': false, 'transactional.id': this.options.transactionalId, 'transaction.timeout.ms': this.options.transactionTimeoutMs };
+  }
+
+  protected async createClient(): Promise<Producer> {
+    const producer = await this.options.clients.producer(this.producerConfig());
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await initTransactions(producer, this.options.transactionTimeoutMs * 3);
+        return producer;
+      } catch (e) {
+        if (isTransactionalIdUnauthorized(e)) {
+          await disconnect(producer);
+          throw new WorkerError('TRANSACTIONAL_ID_NOT_AUTHORIZED', `the principal may not use transactional id ${this.options.transactionalId}: grant WRITE on TransactionalId prefix ${this.options.appId}-`, { cause: e });
+        }
+        // CONCURRENT_TRANSACTIONS right after a restart: the coordinator is still aborting the crashed incarnation's transaction.
+        if (classifyTxnError(e) === 'retriable' && attempt < 20) {
+          await sleep(Math.min(2000, 100 * attempt));
+          continue;
+        }
+        await disconnect(producer);
+        throw e;
+      }
+    }
+  }
+
+  protected beginOnClient(client: Producer): Promise<void> {
+    return beginTransaction(client);
+  }
+
+  protected async commitOnClient(client: Producer, { offsets, consumer, prepare }: CommitRequest): Promise<CommitOutcome> {
+    const { faults } = this.options;
+    try {
+      await prepare();
+      faults('after-produce');
+      if (this.options.unsafeCommitOffsetsOutsideTransaction) {
+        if (offsets.length > 0) consumer.commitSync(offsets);
+      } else if (offsets.length > 0) {
+        await sendOffsetsToTransaction(client, offsets, consumer, this.options.transactionTimeoutMs);
+      }
+      faults('after-send-offsets');
+      await this.commitWithRetry(client);
+    } catch (e) {
+      return { committed: false, failure: this.failed(e) };
+    }
+    this.machine.to('READY', 'commit');
+    return { committed: true, announced: true };
+  }
+
+  /** A retriable commit failure is retried with the same producer: librdkafka resumes the same EndTxn. */
+  private async commitWithRetry(client: Producer): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const committing = commitTransaction(client, this.options.transactionTimeoutMs);
+        this.options.faults('during-commit');
+        await committing;
+        return;
+      } catch (e) {
+        if (classifyTxnError(e) !== 'retriable' || attempt >= 5) throw e;
+        await sleep(100 * attempt);
+      }
+    }
+  }
+
+  protected abortOnClient(client: Producer): Promise<void> {
+    return abortTransaction(client, this.options.transactionTimeoutMs);
+  }
+}
