@@ -1,3 +1,4 @@
+import { networkInterfaces } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { withAdmin, type AdminClient, type ClientOptions } from '../kafka/admin.ts';
 import { WorkerError } from './errors.ts';
@@ -46,20 +47,37 @@ function duplicateInstance(opts: InstanceGuardOptions, others: readonly GroupMem
   );
 }
 
+/** Addresses a group member of this host may show as its client host. */
+function localAddresses(): Set<string> {
+  const addresses = new Set(['127.0.0.1', '::1', '0:0:0:0:0:0:0:1', 'localhost']);
+  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) addresses.add(a.address);
+  return addresses;
+}
+
 /**
- * Before this worker's producer fences anyone: refuses when a live member of the group already uses
- * this transactional id. A member that is only the crashed earlier incarnation of this replica stops
- * heartbeating and leaves the group within its session timeout, so it is waited out; one still there
- * after that is alive. A replacement started just before the old process is stopped (a rolling update)
- * therefore starts as soon as the old one has left.
+ * Before this worker's producer fences anyone: refuses when a live process already uses this
+ * transactional id. Two ways to know, waited on together:
+ * - on this host, the id's lock (instance-id.ts): while a live process holds it, this worker waits
+ *   (a rolling update's old process is about to stop); once it is free, any group member with the
+ *   id on this host is a crashed incarnation, and a restart goes on at once;
+ * - elsewhere, the group: a member with the id on another host that is still there after the session
+ *   timeout (longer than a crashed process stays in the group) is alive.
+ * `claimLocal` takes the lock when it can and says whether this worker holds it.
  */
-export async function refuseLiveNamesake(admin: AdminClient, opts: InstanceGuardOptions & { readonly sessionTimeoutMs: number }): Promise<void> {
-  const deadline = Date.now() + opts.sessionTimeoutMs + 3_000;
+export async function refuseLiveNamesake(admin: AdminClient, opts: InstanceGuardOptions & { readonly sessionTimeoutMs: number; readonly claimLocal: () => boolean }): Promise<void> {
+  const waitMs = opts.sessionTimeoutMs + 3_000;
+  const deadline = Date.now() + waitMs;
+  const local = localAddresses();
   for (;;) {
-    const found = await namesakes(admin, opts);
-    if (!found || found.length === 0) return;
+    const holdsLocal = opts.claimLocal();
+    const others = (await namesakes(admin, opts)) ?? [];
+    const live = holdsLocal ? others.filter((m) => !local.has(m.host)) : others;
+    if (holdsLocal && live.length === 0) return;
     if (Date.now() >= deadline) {
-      throw duplicateInstance(opts, found, `it was still a live member after ${opts.sessionTimeoutMs + 3_000} ms (longer than a crashed process stays in the group), so nothing was consumed`);
+      const detail = holdsLocal
+        ? `it was still a live member after ${waitMs} ms (longer than a crashed process stays in the group), so nothing was consumed`
+        : `a live process on this host has held the id's lock (under stateDir) for ${waitMs} ms, so nothing was consumed`;
+      throw duplicateInstance(opts, live, detail);
     }
     await sleep(500);
   }

@@ -34,24 +34,33 @@ function processAlive(pid: number): boolean {
 export function claimDefaultInstanceId(opts: { readonly appId: string; readonly stateDir: string }): InstanceIdClaim {
   const host = sanitize(process.env.HOSTNAME ?? hostname());
   if (process.env.KUBERNETES_SERVICE_HOST) return { instanceId: host, release: () => undefined };
+  for (let slot = 0; ; slot++) {
+    const claim = lockInstanceId({ ...opts, instanceId: `${host}-${slot}` });
+    if (claim) return claim;
+  }
+}
+
+/**
+ * Takes this host's lock on an instance id (`<stateDir>/<appId>/.instances/<id>.pid`); undefined
+ * while a live process holds it. Every worker holds the lock of its id for its life, so a process on
+ * this host that finds the lock free (or left by a dead process) knows that no live process here
+ * uses the id: a group member with it on this host is a crashed incarnation (instance-guard.ts).
+ */
+export function lockInstanceId(opts: { readonly appId: string; readonly stateDir: string; readonly instanceId: string }): InstanceIdClaim | undefined {
   const dir = join(opts.stateDir, opts.appId, '.instances');
   mkdirSync(dir, { recursive: true });
-  for (let slot = 0; ; slot++) {
-    const instanceId = `${host}-${slot}`;
-    const lock = join(dir, `${instanceId}.pid`);
-    if (tryLock(lock)) {
-      return {
-        instanceId,
-        release: () => {
-          try {
-            if (readFileSync(lock, 'utf8') === String(process.pid)) unlinkSync(lock);
-          } catch {
-            /* already gone */
-          }
-        },
-      };
-    }
-  }
+  const lock = join(dir, `${opts.instanceId}.pid`);
+  if (!tryLock(lock)) return undefined;
+  return {
+    instanceId: opts.instanceId,
+    release: () => {
+      try {
+        if (readFileSync(lock, 'utf8') === String(process.pid)) unlinkSync(lock);
+      } catch {
+        /* already gone */
+      }
+    },
+  };
 }
 
 function tryLock(lock: string): boolean {

@@ -7,7 +7,7 @@ import { kafkaClients, type ClientSupplier } from './client-supplier.ts';
 import { parseWorkerConfig, transactionalId, type ResolvedWorkerConfig, type WorkerConfigInput } from './config.ts';
 import { IllegalTransitionError, WorkerError } from './errors.ts';
 import { noFaults, type FaultHook } from './faults.ts';
-import { claimDefaultInstanceId, type InstanceIdClaim } from './instance-id.ts';
+import { claimDefaultInstanceId, lockInstanceId, type InstanceIdClaim } from './instance-id.ts';
 import { refuseLiveNamesake, type InstanceGuardOptions } from './instance-guard.ts';
 import { PartitionProgress, partitionKey } from './partition-progress.ts';
 import { RebalanceHandler } from './rebalance.ts';
@@ -65,8 +65,8 @@ export class Worker extends EventEmitter {
     duplicatesDropped: 0,
     staleVersionsDropped: 0,
   };
-  /** The default instance id this process claimed (none when one was given). */
-  private readonly instanceClaim: InstanceIdClaim | undefined;
+  /** This host's lock on the instance id (instance-id.ts); undefined while a live process here holds it. */
+  private instanceClaim: InstanceIdClaim | undefined;
   private readonly clients: ClientSupplier;
   private readonly context: RuntimeContext;
   private readonly lifecycle: StateMachine<WorkerState>;
@@ -86,7 +86,7 @@ export class Worker extends EventEmitter {
     super();
     this.topology = 'createTask' in topology ? topology : runtimeTopology(topology);
     const parsed = parseWorkerConfig({ ...config, appId: config.appId ?? topology.appId });
-    this.instanceClaim = parsed.instanceId === undefined ? claimDefaultInstanceId(parsed) : undefined;
+    this.instanceClaim = parsed.instanceId === undefined ? claimDefaultInstanceId(parsed) : lockInstanceId({ ...parsed, instanceId: parsed.instanceId });
     this.config = { ...parsed, instanceId: parsed.instanceId ?? this.instanceClaim!.instanceId };
     this.clients = options.clients ?? kafkaClients;
     const onTransition = (t: Transition): void => void this.emit('transition', t);
@@ -162,7 +162,7 @@ export class Worker extends EventEmitter {
       async (admin) => {
         const partitions = await prepareTopics(admin, this.topology);
         // Before this worker's producer exists: its initTransactions would fence a live namesake mid-work.
-        await refuseLiveNamesake(admin, { ...this.guardOptions(), sessionTimeoutMs: this.config.sessionTimeoutMs });
+        await refuseLiveNamesake(admin, { ...this.guardOptions(), sessionTimeoutMs: this.config.sessionTimeoutMs, claimLocal: () => (this.instanceClaim ??= lockInstanceId(this.config)) !== undefined });
         return partitions;
       },
       this.config.kafka,

@@ -66,7 +66,7 @@ describe('two live processes with one instance id', () => {
         // Rolling updates stop the old process a moment after starting the new one.
         await sleep(500 + r * 1000);
         const exit = await current.stop();
-        assert.equal(exit.code, 0, `round ${round}: the old process stops cleanly`);
+        assert.equal(exit.code, 0, `round ${round}, replacement ${r + 1}: the old process stops cleanly; stderr: ${current.stderr.slice(-6).join('\n')}`);
         current = replacement;
       }
       await feeding;

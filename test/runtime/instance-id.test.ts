@@ -3,7 +3,7 @@ import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { claimDefaultInstanceId } from '../../src/runtime/instance-id.ts';
+import { claimDefaultInstanceId, lockInstanceId } from '../../src/runtime/instance-id.ts';
 
 const withEnv = <T>(env: Record<string, string | undefined>, fn: () => T): T => {
   const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
@@ -44,4 +44,13 @@ test('on Kubernetes the pod name is the instance id', () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'instance-'));
     assert.equal(claimDefaultInstanceId({ appId: 'orders', stateDir }).instanceId, 'orders-2');
   });
+});
+
+test('a given instance id is locked on this host while its worker lives', () => {
+  const stateDir = mkdtempSync(join(tmpdir(), 'instance-'));
+  const first = lockInstanceId({ appId: 'orders', stateDir, instanceId: 'pod-a' });
+  assert.ok(first, 'a free id is locked');
+  assert.equal(lockInstanceId({ appId: 'orders', stateDir, instanceId: 'pod-a' }), undefined, 'a second worker of this process does not get it');
+  first.release();
+  assert.ok(lockInstanceId({ appId: 'orders', stateDir, instanceId: 'pod-a' }), 'released, it is free again');
 });
