@@ -62,13 +62,18 @@ function localAddresses(): Set<string> {
  *   id on this host is a crashed incarnation, and a restart goes on at once;
  * - elsewhere, the group: a member with the id on another host that is still there after the session
  *   timeout (longer than a crashed process stays in the group) is alive.
- * `claimLocal` takes the lock when it can and says whether this worker holds it.
+ * `claimLocal` takes the lock when it can and says whether this worker holds it; `stopping` ends the wait.
  */
-export async function refuseLiveNamesake(admin: AdminClient, opts: InstanceGuardOptions & { readonly sessionTimeoutMs: number; readonly claimLocal: () => boolean }): Promise<void> {
+export async function refuseLiveNamesake(
+  admin: AdminClient,
+  opts: InstanceGuardOptions & { readonly sessionTimeoutMs: number; readonly claimLocal: () => boolean; readonly stopping: () => boolean },
+): Promise<void> {
   const waitMs = opts.sessionTimeoutMs + 3_000;
   const deadline = Date.now() + waitMs;
   const local = localAddresses();
   for (;;) {
+    // Asked to stop while waiting: nothing was consumed, and nothing will be (the loop never runs).
+    if (opts.stopping()) return;
     const holdsLocal = opts.claimLocal();
     const others = (await namesakes(admin, opts)) ?? [];
     const live = holdsLocal ? others.filter((m) => !local.has(m.host)) : others;

@@ -162,7 +162,12 @@ export class Worker extends EventEmitter {
       async (admin) => {
         const partitions = await prepareTopics(admin, this.topology);
         // Before this worker's producer exists: its initTransactions would fence a live namesake mid-work.
-        await refuseLiveNamesake(admin, { ...this.guardOptions(), sessionTimeoutMs: this.config.sessionTimeoutMs, claimLocal: () => (this.instanceClaim ??= lockInstanceId(this.config)) !== undefined });
+        await refuseLiveNamesake(admin, {
+          ...this.guardOptions(),
+          sessionTimeoutMs: this.config.sessionTimeoutMs,
+          claimLocal: () => (this.instanceClaim ??= lockInstanceId(this.config)) !== undefined,
+          stopping: () => this.lifecycle.is('PENDING_SHUTDOWN'),
+        });
         return partitions;
       },
       this.config.kafka,

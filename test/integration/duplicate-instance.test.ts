@@ -67,10 +67,11 @@ describe('two live processes with one instance id', () => {
         await sleep(500 + r * 1000);
         const exit = await current.stop();
         assert.equal(exit.code, 0, `round ${round}, replacement ${r + 1}: the old process stops cleanly; stderr: ${current.stderr.slice(-6).join('\n')}`);
+        // The next rolling step waits for this one to be ready, as a rollout waits for readiness.
+        await replacement.waitFor((e) => e.type === 'assigned', 90_000, 'the replacement\'s assignment');
         current = replacement;
       }
       await feeding;
-      await current.waitFor((e) => e.type === 'assigned', 60_000, 'the last replacement\'s assignment');
       await run.caughtUp();
       assert.ok(current.alive, `round ${round}: the last replacement runs`);
       exact(run, await run.verify(), round);
