@@ -56,8 +56,8 @@ const log = (s: string) => process.stderr.write(`[bench ${new Date().toISOString
  * their figures rest on shorter windows.
  */
 // Sized so that an onceflow EOS run of each pipeline lasts about 20 s here (2 cores, one local broker).
-const DEFAULT_RECORDS: Record<BenchPipeline, number> = { 'filter-map': 600_000, 'word-count': 50_000, orders: 70_000 };
-const QUICK_RECORDS: Record<BenchPipeline, number> = { 'filter-map': 20_000, 'word-count': 1_500, orders: 4_000 };
+const DEFAULT_RECORDS: Record<BenchPipeline, number> = { 'filter-map': 600_000, 'word-count': 50_000, orders: 70_000, 'word-count-8x1000': 100_000, 'customer-sum': 300_000 };
+const QUICK_RECORDS: Record<BenchPipeline, number> = { 'filter-map': 20_000, 'word-count': 1_500, orders: 4_000, 'word-count-8x1000': 3_000, 'customer-sum': 10_000 };
 
 const quick = flags.quick ?? false;
 const pipelinesToRun = (flags.pipelines?.split(',').map((s) => s.trim()).filter(Boolean) ?? [...PIPELINES]) as BenchPipeline[];
@@ -405,9 +405,9 @@ async function runOne(o: RunOne): Promise<RunResult> {
 /** The topics a contender repartitions through, named as each names them. */
 function repartitionTopics(o: RunOne): string[] {
   if (o.contender === 'kafka-streams-eos') {
-    // Peer.java: Grouped.with("counts"), Repartitioned.as("order-versions"), Grouped.with("customer-paid").
-    const names = o.pipeline === 'word-count' ? ['counts'] : o.pipeline === 'orders' ? ['order-versions', 'customer-paid'] : [];
-    return names.map((n) => `${o.appId}-${n}-repartition`);
+    // Peer.java: Grouped.with("counts"), Repartitioned.as("order-versions"), Grouped.with("customer-paid"), Grouped.with("customer-sum").
+    const names: Record<BenchPipeline, string[]> = { 'filter-map': [], 'word-count': ['counts'], 'word-count-8x1000': ['counts'], orders: ['order-versions', 'customer-paid'], 'customer-sum': ['customer-sum'] };
+    return names[o.pipeline].map((n) => `${o.appId}-${n}-repartition`);
   }
   if (o.contender === 'limit' || !o.builder) return [];
   return compile(o.builder, { appId: o.appId }).topics.filter((t) => t.kind === 'repartition').map((t) => t.name);

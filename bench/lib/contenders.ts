@@ -1,12 +1,15 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 export type ContenderName = 'onceflow-eos' | 'onceflow-alos' | 'kafka-streams-eos' | 'limit';
 export const CONTENDERS: readonly ContenderName[] = ['onceflow-eos', 'onceflow-alos', 'kafka-streams-eos', 'limit'];
 
-export type BenchPipeline = 'filter-map' | 'word-count' | 'orders';
-export const PIPELINES: readonly BenchPipeline[] = ['filter-map', 'word-count', 'orders'];
+export type BenchPipeline = 'filter-map' | 'word-count' | 'orders' | 'word-count-8x1000' | 'customer-sum';
+export const PIPELINES: readonly BenchPipeline[] = ['filter-map', 'word-count', 'orders', 'word-count-8x1000', 'customer-sum'];
+
+/** Pipelines whose onceflow topology lives only in bench/topologies and reads ONCEFLOW_BENCH_INPUT/OUTPUT. */
+const BENCH_ONLY: readonly BenchPipeline[] = ['word-count-8x1000', 'customer-sum'];
 
 export interface LaunchSpec {
   readonly cmd: string;
@@ -33,6 +36,7 @@ export const ksJar = (): string => join(ksDir(), 'target', 'kafka-streams-peer.j
  */
 export function onceflowTopologyFile(pipeline: BenchPipeline): string {
   if (pipeline === 'filter-map') return 'bench/topologies/filter-map.ts';
+  if (BENCH_ONLY.includes(pipeline)) return `bench/topologies/${pipeline}.ts`;
   const shared = join('topology', `${pipeline}.ts`);
   const envVar = pipeline === 'orders' ? 'ONCEFLOW_ORDERS_INPUT' : 'ONCEFLOW_WORDS_INPUT';
   if (existsSync(shared) && readFileSync(shared, 'utf8').includes(envVar)) return shared;
@@ -47,11 +51,11 @@ export function topicEnv(pipeline: BenchPipeline, input: string, output: string)
       return { ONCEFLOW_WORDS_INPUT: input, ONCEFLOW_WORDS_OUTPUT: output };
     case 'orders':
       return { ONCEFLOW_ORDERS_INPUT: input, ONCEFLOW_ORDERS_OUTPUT: output };
+    case 'word-count-8x1000':
+    case 'customer-sum':
+      return { ONCEFLOW_BENCH_INPUT: input, ONCEFLOW_BENCH_OUTPUT: output };
   }
 }
-
-/** Per aggregate and task; the pipelines have 16 words and 200 customers. */
-export const ONCEFLOW_CACHE_MAX_RECORDS = 10_000;
 
 export function launchSpec(contender: ContenderName, t: RunTarget): LaunchSpec {
   switch (contender) {
@@ -67,9 +71,7 @@ export function launchSpec(contender: ContenderName, t: RunTarget): LaunchSpec {
           '--commit-interval-ms', String(t.commitIntervalMs), '--events',
           // The check's compiler would land in the sampled CPU and RSS; `npm run typecheck` covers these files.
           '--no-typecheck',
-          // Kafka Streams' peer runs with its default record cache (statestore.cache.max.bytes, 10 MB) on its
-          // DSL aggregates: onceflow's, counted in keys, is sized to hold every key of these pipelines.
-          '--cache-max-records', String(ONCEFLOW_CACHE_MAX_RECORDS),
+          // Both record caches at their defaults (10 MiB each: statestore.cache.max.bytes, cacheMaxBytes).
         ],
         env: { ONCEFLOW_BOOTSTRAP: t.bootstrap, ...topicEnv(t.pipeline, t.input, t.output) },
       };
@@ -84,10 +86,11 @@ export function launchSpec(contender: ContenderName, t: RunTarget): LaunchSpec {
   }
 }
 
-/** Builds the Kafka Streams peer jar on first use (Maven, from Central); returns why not if it cannot. */
+/** Builds the Kafka Streams peer jar on first use and after its source changed (Maven, from Central); returns why not if it cannot. */
 export function ensureKafkaStreamsPeer(log: (s: string) => void): string | undefined {
-  if (existsSync(ksJar())) return undefined;
-  log('building the Kafka Streams peer (mvn package, first use only) ...');
+  const source = join(ksDir(), 'src', 'main', 'java', 'onceflow', 'bench', 'Peer.java');
+  if (existsSync(ksJar()) && statSync(ksJar()).mtimeMs >= statSync(source).mtimeMs) return undefined;
+  log('building the Kafka Streams peer (mvn package, on first use and after Peer.java changed) ...');
   const r = spawnSync('mvn', ['-q', '-B', 'package', '-DskipTests'], { cwd: ksDir(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   if (r.error || r.status !== 0 || !existsSync(ksJar())) {
     return `mvn package failed in ${ksDir()}: ${(r.error?.message ?? `${r.stdout}\n${r.stderr}`).slice(-2000)}`;

@@ -25,6 +25,7 @@ const FIELD_KINDS = {
   registryUrl: 'string',
   kafka: 'map',
   shutdownTimeoutMs: 'number',
+  cacheMaxBytes: 'number',
   cacheMaxRecords: 'number',
   stateStore: 'string',
   stateDir: 'string',

@@ -1,14 +1,32 @@
 // The header names onceflow writes: a contract with readers outside the runtime (the verifier, the
 // dead-letter tools, the test driver), so each name is spelled once, here.
 
-/** Stamped on every record the worker produces: the input record it stands for, and the transaction. */
-export const LINEAGE = {
-  topic: 'onceflow.src.topic',
-  partition: 'onceflow.src.partition',
-  offset: 'onceflow.src.offset',
-  seq: 'onceflow.src.seq',
-  txn: 'onceflow.txn.id',
-} as const;
+/**
+ * Stamped on every record the worker produces: the source record it stands for and its place among
+ * that record's outputs, as one header `onceflow.lineage: <topic>/<partition>/<offset>#<seq>[.<seq>...]`.
+ * The source is the record read from a user's topic; each hop through a repartition topic carries the
+ * header forward and appends the number of the output at that hop, so an output's lineage is unique
+ * however many repartitions lie between it and its source. One header, not one per field: each header
+ * costs the Kafka client a conversion per produced record.
+ */
+export const LINEAGE = { header: 'onceflow.lineage' } as const;
+
+/** A lineage header's value, split: `source` is `<topic>/<partition>/<offset>`, `seq` the hop numbers joined by dots. */
+export interface Lineage {
+  readonly source: string;
+  readonly seq: string;
+}
+
+export function parseLineage(value: string): Lineage | undefined {
+  const hash = value.lastIndexOf('#');
+  if (hash <= 0) return undefined;
+  return { source: value.slice(0, hash), seq: value.slice(hash + 1) };
+}
+
+/** What every output of `record` carries before its own number: a source record starts the chain, a repartitioned one extends it. */
+export function lineagePrefix(record: { readonly topic: string; readonly partition: number; readonly offset: number; readonly lineage?: string | undefined }): string {
+  return record.lineage !== undefined ? `${record.lineage}.` : `${record.topic}/${record.partition}/${record.offset}#`;
+}
 
 /** Stamped on a dead letter: why it failed, and where its record was read. */
 export const DEAD_LETTER = {

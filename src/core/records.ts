@@ -13,7 +13,10 @@ export interface IncomingRecord {
   readonly value: Buffer | null;
   /** Milliseconds since the epoch (the record's CreateTime or LogAppendTime). */
   readonly timestamp: number;
+  /** The user's headers; onceflow's lineage header is taken out into `lineage`. */
   readonly headers: readonly RecordHeader[];
+  /** The lineage header of a record onceflow produced (a repartition topic's, an output read again): see core/headers.ts. */
+  readonly lineage?: string | undefined;
 }
 
 /** A record a task emits: an output, a repartition record, a changelog write or a dead letter. */
@@ -44,6 +47,8 @@ export interface RecordOrigin {
   readonly released: boolean;
   /** The next lineage sequence number for this origin: the collector takes it and moves it on. */
   seq: number;
+  /** The collector's cache of `lineagePrefix(record)`: made once per origin however many outputs it has. */
+  lineagePrefix?: string | undefined;
 }
 
 /**

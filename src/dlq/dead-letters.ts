@@ -32,7 +32,7 @@ export interface DeadLetterEntry {
   readonly headers: readonly RecordHeader[];
 }
 
-const OWN_HEADER = /^onceflow\.(error|source|src|txn)\./;
+const OWN_HEADER = /^onceflow\.(lineage$|(error|source|src|txn)\.)/;
 
 function entryOf(r: IncomingRecord): DeadLetterEntry {
   const h = (k: string) => r.headers.find((x) => x.key === k)?.value.toString() ?? '';

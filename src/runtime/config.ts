@@ -40,12 +40,15 @@ export const workerConfigSchema = z
     kafka: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
     shutdownTimeoutMs: z.number().int().min(1_000).default(30_000),
     /**
-     * Kafka Streams' record cache (`statestore.cache.max.bytes`), counted in keys: each key-value aggregate
-     * of each task holds back up to this many keys' latest results and sends them downstream once, when the
-     * transaction commits (or, past this many, the least recently updated first). 0: every update goes
-     * downstream at once. The store and its changelog are exact either way; only the intermediate results go.
+     * Kafka Streams' record cache (`statestore.cache.max.bytes`, 10 MiB there too): the key-value aggregates
+     * of all of the worker's tasks hold back their latest result per key, up to this many bytes together,
+     * and send each downstream once, when the transaction commits (past the limit, the least recently
+     * updated first). 0: every update goes downstream at once. The store and its changelog are exact
+     * either way; only the intermediate results of a key within one commit interval are folded.
      */
-    cacheMaxRecords: z.number().int().min(0).max(1_000_000).default(0),
+    cacheMaxBytes: z.number().int().min(0).default(10 * 1024 * 1024),
+    /** Besides the bytes, keys each aggregate of each task holds back at most; 0 turns the cache off. Default: no count limit. */
+    cacheMaxRecords: z.number().int().min(0).max(10_000_000).optional(),
     /** `persistent` keeps each task's stores in LMDB under stateDir, so a clean restart restores only the changelog's tail. */
     stateStore: z.enum(['memory', 'persistent']).default('memory'),
     /** Per worker, `<stateDir>/<appId>/<instanceId>/<task>`: mount a volume here to keep state across pod restarts. */

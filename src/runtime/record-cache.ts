@@ -9,6 +9,24 @@ export interface CachedResult {
   /** What the result is sent with when released: shared by every result held back for `record`. */
   readonly origin: RecordOrigin;
   readonly timestamp: number;
+  /** What the entry is counted as against the budget: its key and value bytes and a fixed overhead. */
+  readonly bytes: number;
+}
+
+/** What an entry costs beyond its key and value bytes (the result object, the map entry): an estimate, as Kafka Streams' is. */
+export const CACHE_ENTRY_OVERHEAD_BYTES = 120;
+
+/**
+ * The bytes every record cache of one worker may hold together (Kafka Streams' `statestore.cache.max.bytes`,
+ * 10 MiB by default there too). Shared, so a worker with many tasks does not hold many times the limit.
+ */
+export class CacheBudget {
+  used = 0;
+  constructor(readonly maxBytes: number) {}
+
+  get exceeded(): boolean {
+    return this.used > this.maxBytes;
+  }
 }
 
 /**
@@ -21,19 +39,24 @@ export class RecordCache {
   readonly #entries = new Map<string, CachedResult>();
   readonly #undo: UndoEntry<CachedResult>[] = [];
 
-  constructor(readonly maxRecords: number) {}
+  /** `maxRecords`: keys this cache holds at most, besides the worker's byte budget. */
+  constructor(
+    readonly budget: CacheBudget,
+    readonly maxRecords: number = Number.POSITIVE_INFINITY,
+  ) {}
 
   get size(): number {
     return this.#entries.size;
   }
 
   get overflowing(): boolean {
-    return this.#entries.size > this.maxRecords;
+    return this.#entries.size > 0 && (this.#entries.size > this.maxRecords || this.budget.exceeded);
   }
 
   put(k: string, result: CachedResult): void {
     const prev = this.#entries.get(k);
     this.#undo.push({ k, prev });
+    this.budget.used += result.bytes - (prev?.bytes ?? 0);
     // Re-inserted, not updated in place: Map order is then least recently updated first.
     if (prev !== undefined) this.#entries.delete(k);
     this.#entries.set(k, result);
@@ -43,17 +66,27 @@ export class RecordCache {
   takeOldest(): CachedResult | undefined {
     for (const [k, r] of this.#entries) {
       this.#entries.delete(k);
+      this.budget.used -= r.bytes;
       return r;
     }
     return undefined;
   }
 
   endRecord(ok: boolean): void {
-    endRecordWrites(this.#entries, this.#undo, ok);
+    if (!ok) {
+      // Counted newest first, before each entry is put back: what the failed record's puts added goes with them.
+      for (let i = this.#undo.length - 1; i >= 0; i--) {
+        const { k, prev } = this.#undo[i]!;
+        this.budget.used += (prev?.bytes ?? 0) - (this.#entries.get(k)?.bytes ?? 0);
+        endRecordWrites(this.#entries, [this.#undo[i]!], false);
+      }
+    }
+    this.#undo.length = 0;
   }
 
   /** The transaction aborted: what it held back is dropped with it. */
   clear(): void {
+    for (const r of this.#entries.values()) this.budget.used -= r.bytes;
     this.#entries.clear();
     this.#undo.length = 0;
   }

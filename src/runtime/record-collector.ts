@@ -1,5 +1,5 @@
 import type { Message } from '@confluentinc/kafka-javascript';
-import { DEAD_LETTER, LINEAGE } from '../core/headers.ts';
+import { DEAD_LETTER, LINEAGE, lineagePrefix } from '../core/headers.ts';
 import { IllegalTransitionError } from './errors.ts';
 import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader, RecordOrigin } from './records.ts';
 import type { RuntimeContext } from './runtime-context.ts';
@@ -14,10 +14,7 @@ const NO_HEADERS: readonly RecordHeader[] = [];
  * dead letters.
  */
 export class WorkerRecordCollector {
-  /** The lineage headers' topic and partition bytes, by topic and partition: made once, sent with every record. */
-  private readonly lineageCache = new Map<string, { topic: Buffer; partition: Buffer }[]>();
   private readonly recordsByTopic = new Map<string, { consumed: number; produced: number }>();
-  private readonly transactionHeader: Buffer;
 
   /**
    * What the tasks emit as the transaction is about to commit: results a record cache held back
@@ -40,9 +37,7 @@ export class WorkerRecordCollector {
     private readonly context: RuntimeContext,
     private readonly output: TransactionalOutput,
     private readonly deadLetterTopics: ReadonlySet<string>,
-  ) {
-    this.transactionHeader = Buffer.from(context.transactionalId);
-  }
+  ) {}
 
   /** A fetched message as the tasks read it. */
   incoming(m: Message): IncomingRecord {
@@ -59,31 +54,23 @@ export class WorkerRecordCollector {
   sinkFor(record: IncomingRecord): RecordCollector {
     // Made only for a task that sends without an origin: the runtime's own tasks always pass one.
     let own: RecordOrigin | undefined;
-    return { send: (r, origin) => this.send(r, origin ?? (own ??= { record, released: false, seq: 0 })) };
+    return { send: (r, origin) => this.send(r, origin ?? (own ??= { record, released: false, seq: 0, lineagePrefix: undefined })) };
   }
 
   topicRecords(): TopicRecordCount[] {
     return [...this.recordsByTopic].map(([topic, c]) => ({ topic, ...c }));
   }
 
-  private lineageOf(record: IncomingRecord): { topic: Buffer; partition: Buffer } {
-    let byPartition = this.lineageCache.get(record.topic);
-    if (!byPartition) this.lineageCache.set(record.topic, (byPartition = []));
-    return (byPartition[record.partition] ??= { topic: Buffer.from(record.topic), partition: Buffer.from(String(record.partition)) });
-  }
-
   private send(r: OutgoingRecord, origin: RecordOrigin): void {
-    const lineage = this.lineageOf(origin.record);
-    const headers: Record<string, Buffer>[] = [];
-    if (r.headers) for (const h of r.headers) headers.push({ [h.key]: h.value });
-    headers.push(
-      { [LINEAGE.topic]: lineage.topic },
-      { [LINEAGE.partition]: lineage.partition },
-      { [LINEAGE.offset]: Buffer.from(String(origin.record.offset)) },
-      // Released results number apart ('c0', 'c1', ...) from what their record's own processing sent.
-      { [LINEAGE.seq]: Buffer.from(origin.released ? `c${origin.seq++}` : String(origin.seq++)) },
-      { [LINEAGE.txn]: this.transactionHeader },
-    );
+    // Released results number apart ('c0', 'c1', ...) from what their record's own processing sent.
+    const seq = origin.released ? `c${origin.seq++}` : String(origin.seq++);
+    const lineage = { [LINEAGE.header]: (origin.lineagePrefix ??= lineagePrefix(origin.record)) + seq };
+    let headers: Record<string, Buffer | string>[];
+    if (r.headers !== undefined && r.headers.length > 0) {
+      headers = [];
+      for (const h of r.headers) headers.push({ [h.key]: h.value });
+      headers.push(lineage);
+    } else headers = [lineage];
     this.output.produce(r.topic, r.partition ?? null, r.value, r.key, r.timestamp ?? origin.record.timestamp, headers);
     this.countProduced(r.topic);
     if (this.deadLetterTopics.has(r.topic)) {
@@ -114,16 +101,20 @@ export class WorkerRecordCollector {
 
 function toIncoming(m: Message): IncomingRecord {
   let headers: readonly RecordHeader[] = NO_HEADERS;
+  let lineage: string | undefined;
   if (m.headers && m.headers.length > 0) {
-    const list: RecordHeader[] = [];
+    // Most records onceflow reads back (repartition topics) carry the lineage header alone: no list then.
+    let list: RecordHeader[] | undefined;
     for (const h of m.headers) {
       for (const k in h) {
         const v = h[k];
-        if (v !== undefined) list.push({ key: k, value: typeof v === 'string' ? Buffer.from(v) : v });
+        if (v === undefined) continue;
+        if (k === LINEAGE.header) lineage = typeof v === 'string' ? v : v.toString('latin1');
+        else (list ??= []).push({ key: k, value: typeof v === 'string' ? Buffer.from(v) : v });
       }
     }
-    headers = list;
+    if (list !== undefined) headers = list;
   }
   const key = m.key === undefined || m.key === null ? null : typeof m.key === 'string' ? Buffer.from(m.key) : m.key;
-  return { topic: m.topic, partition: m.partition, offset: m.offset, key, value: m.value, timestamp: m.timestamp ?? Date.now(), headers };
+  return { topic: m.topic, partition: m.partition, offset: m.offset, key, value: m.value, timestamp: m.timestamp ?? Date.now(), headers, lineage };
 }

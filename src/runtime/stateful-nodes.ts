@@ -6,7 +6,7 @@ import type { CompiledNode, CompiledStore } from '../graph/types.ts';
 import type { TransactionalStore } from '../state/transactional.ts';
 import { DeadlineHeap } from '../state/heap.ts';
 import { mapKey } from '../state/store.ts';
-import { RecordCache, type CachedResult } from './record-cache.ts';
+import { CACHE_ENTRY_OVERHEAD_BYTES, RecordCache, type CachedResult } from './record-cache.ts';
 import { splitWindowStoreKey, windowStartsFor, windowStoreKey } from '../state/windowed.ts';
 import { StageFailure } from './task-errors.ts';
 import { errorCode, RuntimeNode, type Spec, type Step, TaskContext } from './task-context.ts';
@@ -95,7 +95,7 @@ export class LatestByVersionNode extends StatefulNode {
 
 export class AggregateNode extends StatefulNode {
   readonly #spec = this.node.spec as Spec<'aggregate'>;
-  readonly cache: RecordCache | undefined = this.ctx.env.cacheMaxRecords > 0 ? new RecordCache(this.ctx.env.cacheMaxRecords) : undefined;
+  readonly cache: RecordCache | undefined = this.ctx.env.cache && new RecordCache(this.ctx.env.cache.budget, this.ctx.env.cache.maxRecords);
 
   /** Sends a held-back result downstream; the task has made its input record the current one. */
   release(result: CachedResult): Step {
@@ -116,7 +116,8 @@ export class AggregateNode extends StatefulNode {
     if (bytes === null) this.store.delete(kb, this.ctx.timestamp);
     else this.store.put(kb, bytes, this.ctx.timestamp);
     if (this.cache === undefined) return this.forward(key, next);
-    this.cache.put(mapKey(kb), { key, value: next, record: this.ctx.current, origin: this.ctx.releasedOrigin(), timestamp: this.ctx.timestamp });
+    const cost = kb.length + (bytes?.length ?? 0) + CACHE_ENTRY_OVERHEAD_BYTES;
+    this.cache.put(mapKey(kb), { key, value: next, record: this.ctx.current, origin: this.ctx.releasedOrigin(), timestamp: this.ctx.timestamp, bytes: cost });
   }
 }
 

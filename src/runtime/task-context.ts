@@ -4,7 +4,14 @@ import type { StageSpec } from '../dsl/nodes.ts';
 import type { RetryPolicy } from '../dsl/types.ts';
 import type { CompiledNode } from '../graph/types.ts';
 import type { IncomingRecord, OutgoingRecord, RecordHeader, RecordOrigin } from '../core/records.ts';
-import { RecordCache, type CachedResult } from './record-cache.ts';
+import type { CacheBudget, RecordCache, CachedResult } from './record-cache.ts';
+
+export interface RecordCacheOptions {
+  /** The bytes the worker's caches hold together. */
+  readonly budget: CacheBudget;
+  /** Keys each aggregate of a task holds at most. */
+  readonly maxRecords: number;
+}
 import { PermanentError, RetriableError } from '../core/stage-errors.ts';
 import { AsyncStageResultError, StageFailure } from './task-errors.ts';
 import { DEAD_LETTER } from '../core/headers.ts';
@@ -31,8 +38,8 @@ export interface TaskEnvironment {
   readonly now: () => number;
   readonly sleep: (ms: number) => Promise<void>;
   readonly random: () => number;
-  /** Keys each key-value aggregate holds back until the commit (0: every update goes downstream). */
-  readonly cacheMaxRecords: number;
+  /** The record cache of the key-value aggregates: undefined, every update goes downstream at once. */
+  readonly cache: RecordCacheOptions | undefined;
   /** Largest key + value + headers of one produced record (see core/record-size.ts). */
   readonly maxRecordBytes: number;
 }
@@ -76,7 +83,7 @@ export class TaskContext {
   readonly out: OutgoingRecord[] = [];
   readonly metrics: TaskMetrics = { recordsProcessed: 0, deadLettered: 0, retries: 0, lateRecordsDropped: 0, duplicatesDropped: 0, staleVersionsDropped: 0, nullKeysDropped: 0 };
   readonly timeListeners: RuntimeNode[] = [];
-  /** Aggregates that hold back their results (cacheMaxRecords > 0). */
+  /** Aggregates that hold back their results (a record cache is configured). */
   readonly caching: CachingNode[] = [];
 
   constructor(
@@ -87,7 +94,7 @@ export class TaskContext {
   /** A run for `record` starts: its outputs get a fresh origin, numbered from 0. */
   begin(record: IncomingRecord): void {
     this.current = record;
-    this.origin = { record, released: false, seq: 0 };
+    this.origin = { record, released: false, seq: 0, lineagePrefix: undefined };
     this.#released = undefined;
   }
 
@@ -100,7 +107,7 @@ export class TaskContext {
 
   /** The origin of what a cache holds back for the current record, one per record however many caches hold results for it. */
   releasedOrigin(): RecordOrigin {
-    return (this.#released ??= { record: this.current, released: true, seq: 0 });
+    return (this.#released ??= { record: this.current, released: true, seq: 0, lineagePrefix: undefined });
   }
 
   /** Moves stream time forward (never back) and lets windows close. */
@@ -244,7 +251,7 @@ export abstract class RuntimeNode {
   fireStreamTime(): Step {}
 }
 
-/** An aggregate that holds back its results (cacheMaxRecords > 0) until its task releases them. */
+/** An aggregate that holds back its results (a record cache is configured) until its task releases them. */
 export interface CachingNode {
   readonly cache: RecordCache | undefined;
   /** Sends a held-back result downstream; the task has made its input record the current one. */

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { CacheBudget } from './record-cache.ts';
 import { watermarks } from '../kafka/clients.ts';
 import type { ChangelogOffset, PersistentTaskState } from '../state/lmdb-store.ts';
 import type { PartitionRef } from './partition-progress.ts';
@@ -36,11 +37,15 @@ export class TaskManager {
    * may not be what the stores hold.
    */
   private lastTransactionCommitted = true;
+  /** One record-cache budget for every task the worker runs (config cacheMaxBytes / cacheMaxRecords). */
+  private readonly cache: { readonly budget: CacheBudget; readonly maxRecords?: number };
 
   constructor(
     private readonly topology: RuntimeTopology,
     private readonly context: RuntimeContext,
   ) {
+    const { cacheMaxBytes, cacheMaxRecords } = context.config;
+    this.cache = { budget: new CacheBudget(cacheMaxBytes), ...(cacheMaxRecords !== undefined ? { maxRecords: cacheMaxRecords } : {}) };
     for (const sub of topology.subtopologies) for (const t of sub.sourceTopics) this.subtopologyOf.set(t, sub.id);
   }
 
@@ -89,10 +94,10 @@ export class TaskManager {
         const timeOption = { maxRecordBytes: this.maxRecordBytes, ...(resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {}) };
         if (this.persistentState) {
           const state = new this.persistentState(join(config.stateDir, config.appId, config.instanceId, id));
-          task = this.topology.createTask(sub, p.partition, { storeFactory: state.storeFactory, cacheMaxRecords: config.cacheMaxRecords, ...timeOption });
+          task = this.topology.createTask(sub, p.partition, { storeFactory: state.storeFactory, cache: this.cache, ...timeOption });
           this.persistentStates.set(task, state);
         } else {
-          task = this.topology.createTask(sub, p.partition, { cacheMaxRecords: config.cacheMaxRecords, ...timeOption });
+          task = this.topology.createTask(sub, p.partition, { cache: this.cache, ...timeOption });
         }
         this.tasks.set(id, task);
         fresh.push(task);

@@ -5,7 +5,8 @@ import { TransactionalStore } from '../state/transactional.ts';
 import { windowStoreKey, splitWindowStoreKey } from '../state/windowed.ts';
 import type { Windowed } from '../dsl/types.ts';
 import { createRuntimeNode, TaskContext, type CachingNode, type RuntimeNode, type SourceNode, type Step, type TaskMetrics } from './task-nodes.ts';
-import type { CachedResult } from './record-cache.ts';
+import { CacheBudget, type CachedResult } from './record-cache.ts';
+import type { RecordCacheOptions } from './task-context.ts';
 import { StageFailure, TaskBusyError, UnknownSourceTopicError, UnknownStoreError, UnknownSubtopologyError } from './task-errors.ts';
 import { maxRecordBytesFor } from '../core/record-size.ts';
 
@@ -30,8 +31,11 @@ export interface TaskOptions {
    * window closing and dedupe expiry replay the same way after a restart.
    */
   readonly initialStreamTime?: number;
-  /** Keys each key-value aggregate holds back until the commit (worker config cacheMaxRecords); 0, the default: none. */
-  readonly cacheMaxRecords?: number;
+  /**
+   * The record cache: key-value aggregates hold back their latest result per key until the commit,
+   * within `budget` (shared by the worker's tasks) and `maxRecords` keys per aggregate. Default: none.
+   */
+  readonly cache?: { readonly budget?: CacheBudget; readonly maxRecords?: number } | undefined;
 }
 
 export interface ChangelogPartition {
@@ -74,7 +78,7 @@ export class Task {
       now: opts.now ?? Date.now,
       sleep: opts.sleep ?? realSleep,
       random: opts.random ?? Math.random,
-      cacheMaxRecords: opts.cacheMaxRecords ?? 0,
+      cache: recordCacheOptions(opts.cache),
       maxRecordBytes: opts.maxRecordBytes ?? maxRecordBytesFor(),
     });
     if (opts.initialStreamTime !== undefined) this.#ctx.streamTime = opts.initialStreamTime;
@@ -339,6 +343,12 @@ export class Task {
     }
     return out;
   }
+}
+
+/** No cache at all, or one within a byte budget (unbounded when not given) and a key count per aggregate. */
+function recordCacheOptions(cache: TaskOptions['cache']): RecordCacheOptions | undefined {
+  if (cache === undefined || cache.maxRecords === 0 || cache.budget?.maxBytes === 0) return undefined;
+  return { budget: cache.budget ?? new CacheBudget(Number.POSITIVE_INFINITY), maxRecords: cache.maxRecords ?? Number.POSITIVE_INFINITY };
 }
 
 /** One task of sub-topology `subtopology` for `partition` of its input topics. */

@@ -3,7 +3,7 @@ import type { CommitCollector, IncomingRecord, RecordCollector } from '../core/r
 import type { StoreFactory } from '../state/store.ts';
 import type { TaskPlan } from '../graph/types.ts';
 import type { TaskMetrics } from './task-nodes.ts';
-import { createTask } from './task.ts';
+import { createTask, type TaskOptions } from './task.ts';
 
 /**
  * What the worker needs of a compiled topology; `runtimeTopology` makes one of the compiler's output.
@@ -14,7 +14,7 @@ export interface RuntimeTopology {
   readonly subtopologies: readonly { readonly id: number; readonly sourceTopics: readonly string[] }[];
   readonly topics: readonly RuntimeTopic[];
   serdeUsages(): readonly { readonly serde: Serde<unknown>; readonly ctx: SerdeContext }[];
-  createTask(subtopologyId: number, partition: number, opts?: { readonly storeFactory?: StoreFactory; readonly initialStreamTime?: number; readonly cacheMaxRecords?: number; readonly maxRecordBytes?: number }): RuntimeTask;
+  createTask(subtopologyId: number, partition: number, opts?: { readonly storeFactory?: StoreFactory; readonly initialStreamTime?: number; readonly cache?: TaskOptions['cache']; readonly maxRecordBytes?: number }): RuntimeTask;
   /** Partition counts of every topic, internal ones derived from the external sources' counts. */
   resolvePartitions(sourcePartitions: ReadonlyMap<string, number>): { readonly topics: readonly RuntimeTopic[] };
   /** Worst-case time one record may spend in retry backoff: it must fit in a transaction. */

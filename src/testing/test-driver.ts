@@ -37,7 +37,7 @@ export interface TestDriverOptions {
   readonly startTimeMs?: number;
   /** Commit after every piped record (default true). With false, call commit() / abort() yourself. */
   readonly autoCommit?: boolean;
-  /** The worker's cacheMaxRecords: keys each aggregate holds back until the commit (default 0, every update goes downstream). */
+  /** Keys each aggregate holds back until the commit, as the worker's record cache does (default 0: every update goes downstream, so each piped record's results can be read at once). */
   readonly cacheMaxRecords?: number;
   readonly sleep?: (ms: number) => Promise<void>;
   readonly random?: () => number;
@@ -145,7 +145,7 @@ export class TopologyTestDriver {
       ...(opts.sleep ? { sleep: opts.sleep } : {}),
       ...(opts.random ? { random: opts.random } : {}),
       ...(opts.now ? { now: opts.now } : {}),
-      ...(opts.cacheMaxRecords !== undefined ? { cacheMaxRecords: opts.cacheMaxRecords } : {}),
+      ...(opts.cacheMaxRecords !== undefined ? { cache: { maxRecords: opts.cacheMaxRecords } } : {}),
     };
   }
 

@@ -1,9 +1,6 @@
 import type { IncomingRecord } from '../core/records.ts';
 import { readTopic } from '../kafka/read-topic.ts';
-import { LINEAGE } from '../core/headers.ts';
-
-/** Header names the worker stamps on every record it produces. */
-const H = LINEAGE;
+import { LINEAGE, parseLineage, type Lineage } from '../core/headers.ts';
 
 /**
  * What a pipeline should have produced, computed from its input alone. A model is a second,
@@ -57,12 +54,10 @@ const headerText = (r: IncomingRecord, key: string): string | undefined => {
 
 export const recordId = (r: { topic: string; partition: number; offset: number }): string => `${r.topic}/${r.partition}/${r.offset}`;
 
-export function lineageOf(r: IncomingRecord): { source: string; seq: string } | undefined {
-  const topic = headerText(r, H.topic);
-  const partition = headerText(r, H.partition);
-  const offset = headerText(r, H.offset);
-  if (topic === undefined || partition === undefined || offset === undefined) return undefined;
-  return { source: `${topic}/${partition}/${offset}`, seq: headerText(r, H.seq) ?? '0' };
+/** The source record an output stands for and its numbers at each hop (core/headers.ts); undefined for a record onceflow did not produce. */
+export function lineageOf(r: IncomingRecord): Lineage | undefined {
+  const value = r.lineage ?? headerText(r, LINEAGE.header);
+  return value === undefined ? undefined : parseLineage(value);
 }
 
 /** Last value per key in offset order per partition: what a consumer of a changelog-like topic ends with. */

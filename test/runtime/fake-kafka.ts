@@ -142,7 +142,7 @@ export class FakeProducer {
   beginTransaction(cb: Callback): void {
     this.call('beginTransaction', cb);
   }
-  produce(topic: string, _partition: number | null, value: Buffer | null, key: Buffer | null, _timestamp: number, _opaque: unknown, headers?: Record<string, Buffer>[]): void {
+  produce(topic: string, _partition: number | null, value: Buffer | null, key: Buffer | null, _timestamp: number, _opaque: unknown, headers?: Record<string, Buffer | string>[]): void {
     const flat: Record<string, string> = {};
     for (const h of headers ?? []) for (const [k, v] of Object.entries(h)) flat[k] = v.toString();
     this.pending.push({ topic, key: key?.toString() ?? null, value: value?.toString() ?? null, headers: flat });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LINEAGE } from '../../src/core/headers.ts';
+import { LINEAGE, parseLineage } from '../../src/core/headers.ts';
 import type { IncomingRecord } from '../../src/core/records.ts';
 import { TopologyBuilder } from '../../src/dsl/builder.ts';
 import { compile } from '../../src/graph/compile.ts';
@@ -31,9 +31,11 @@ function app() {
 function harness() {
   const produced: string[] = [];
   const output = {
-    produce: (topic: string, _partition: number | null, value: Buffer | null, key: Buffer | null, _timestamp: number, headers?: Record<string, Buffer>[]) => {
-      const h = Object.assign({}, ...(headers ?? [])) as Record<string, Buffer>;
-      produced.push(`${topic} ${key?.toString()}=${value?.toString()} from ${h[LINEAGE.offset]?.toString() ?? '-'}#${h[LINEAGE.seq]?.toString() ?? '-'}`);
+    produce: (topic: string, _partition: number | null, value: Buffer | null, key: Buffer | null, _timestamp: number, headers?: Record<string, Buffer | string>[]) => {
+      const h = Object.assign({}, ...(headers ?? [])) as Record<string, Buffer | string>;
+      const header = h[LINEAGE.header];
+      const lineage = header === undefined ? undefined : parseLineage(header.toString());
+      produced.push(`${topic} ${key?.toString()}=${value?.toString()} from ${lineage?.source.split('/')[2] ?? '-'}#${lineage?.seq ?? '-'}`);
     },
   } as unknown as TransactionalOutput;
   const config = { ...parseWorkerConfig({ bootstrap: 'fake:1', appId: 'lineage', instanceId: 'i' }), instanceId: 'i' };
@@ -44,7 +46,7 @@ function harness() {
 
 test('lineage numbers of direct outputs and of cached results released on overflow and at the commit', async () => {
   const { produced, collector } = harness();
-  const task = createTask(compile(app()), 0, 0, { cacheMaxRecords: 2 });
+  const task = createTask(compile(app()), 0, 0, { cache: { maxRecords: 2 } });
   const keys = ['a', 'b', 'a', 'c', 'b', 'd', 'a'];
   for (const [offset, key] of keys.entries()) {
     const record: IncomingRecord = { topic: 'in', partition: 0, offset, key: Buffer.from(key), value: Buffer.from(String(offset + 1)), timestamp: offset, headers: [] };

@@ -33,7 +33,7 @@ function collect() {
 }
 
 test('with the cache on, an aggregate sends the last result per key at the commit, on behalf of the record that made it', () => {
-  const task = createTask(compile(sumApp()), 0, 0, { cacheMaxRecords: 100 });
+  const task = createTask(compile(sumApp()), 0, 0, { cache: { maxRecords: 100 } });
   const { sent, changelog, out, view } = collect();
   const rs = [rec('a', 1, 10), rec('b', 5, 11), rec('a', 2, 12), rec('a', 3, 13)];
   for (const r of rs) assert.equal(task.process(r, out), undefined);
@@ -54,7 +54,7 @@ test('with the cache on, an aggregate sends the last result per key at the commi
 });
 
 test('past cacheMaxRecords keys the least recently updated result goes downstream at once', () => {
-  const task = createTask(compile(sumApp()), 0, 0, { cacheMaxRecords: 2 });
+  const task = createTask(compile(sumApp()), 0, 0, { cache: { maxRecords: 2 } });
   const { out, view } = collect();
   const rs = [rec('a', 1), rec('b', 1), rec('a', 1), rec('c', 1)];
   for (const r of rs) task.process(r, out);
@@ -83,7 +83,7 @@ test('a dead-lettered record leaves no cached result; a rollback drops every cac
     )
     .toStream()
     .to('out', { key: stringSerde, value: jsonSerde<number>() });
-  const task = createTask(compile(app), 0, 0, { cacheMaxRecords: 10 });
+  const task = createTask(compile(app), 0, 0, { cache: { maxRecords: 10 } });
   const { out, view } = collect();
   const good = rec('a', 4);
   task.process(good, out);
@@ -110,7 +110,7 @@ test('a stage after a cached aggregate that fails on a released result dead-lett
     ),
     0,
     0,
-    { cacheMaxRecords: 10 },
+    { cache: { maxRecords: 10 } },
   );
   const { out, view } = collect();
   const last = rec('a', 8);

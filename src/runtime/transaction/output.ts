@@ -102,7 +102,7 @@ export abstract class TransactionalOutput {
     this.machine.to('IN_TRANSACTION', 'begin');
   }
 
-  produce(topic: string, partition: number | null, value: Buffer | null, key: Buffer | null, timestamp: number, headers?: Record<string, Buffer>[]): void {
+  produce(topic: string, partition: number | null, value: Buffer | null, key: Buffer | null, timestamp: number, headers?: Record<string, Buffer | string>[]): void {
     this.current('produce', PRODUCING).produce(topic, partition, value, key, timestamp, null, headers);
   }
 

@@ -51,7 +51,7 @@ public final class Peer {
 
   public static void main(String[] args) throws Exception {
     if (args.length < 5) {
-      System.err.println("usage: Peer <filter-map|word-count|orders> <bootstrap> <input> <output> <app-id> [commit-interval-ms]");
+      System.err.println("usage: Peer <filter-map|word-count|orders|word-count-8x1000|customer-sum> <bootstrap> <input> <output> <app-id> [commit-interval-ms]");
       System.exit(2);
     }
     String pipeline = args[0], bootstrap = args[1], input = args[2], output = args[3], appId = args[4];
@@ -72,6 +72,8 @@ public final class Peer {
       case "filter-map" -> filterMap(input, output);
       case "word-count" -> wordCount(input, output);
       case "orders" -> orders(input, output);
+      case "word-count-8x1000" -> wordCount8x1000(input, output);
+      case "customer-sum" -> customerSum(input, output);
       default -> throw new IllegalArgumentException("unknown pipeline " + pipeline);
     };
 
@@ -114,12 +116,43 @@ public final class Peer {
   /** topology/word-count.ts: lower-case words of each line, re-keyed by word, counted. */
   static Topology wordCount(String input, String output) {
     StreamsBuilder b = new StreamsBuilder();
-    b.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
-        .flatMapValues(line -> line == null ? List.<String>of() : Arrays.stream(NON_WORD.split(line.toLowerCase(Locale.ROOT))).filter(w -> !w.isEmpty()).toList())
+    countWords(b.stream(input, Consumed.with(Serdes.String(), Serdes.String())).flatMapValues(Peer::words), output);
+    return b.build();
+  }
+
+  static List<String> words(String text) {
+    return text == null ? List.of() : Arrays.stream(NON_WORD.split(text.toLowerCase(Locale.ROOT))).filter(w -> !w.isEmpty()).toList();
+  }
+
+  /** Re-keyed by word (the "counts" repartition), counted, the count as text. */
+  static void countWords(KStream<String, String> words, String output) {
+    words
         .groupBy((k, word) -> word, Grouped.with("counts", Serdes.String(), Serdes.String()))
         .count(Materialized.as("counts"))
         .toStream()
         .mapValues(String::valueOf)
+        .to(output, Produced.with(Serdes.String(), Serdes.String()));
+  }
+
+  /** bench/topologies/word-count-8x1000.ts: the words of each JSON document's text, re-keyed by word, counted. */
+  static Topology wordCount8x1000(String input, String output) {
+    StreamsBuilder b = new StreamsBuilder();
+    countWords(b.stream(input, Consumed.with(Serdes.String(), JSON_SERDE)).flatMapValues(doc -> doc == null ? List.<String>of() : words(doc.path("text").asText())), output);
+    return b.build();
+  }
+
+  /** bench/topologies/customer-sum.ts: PAID events re-keyed by customer, amounts summed. */
+  static Topology customerSum(String input, String output) {
+    StreamsBuilder b = new StreamsBuilder();
+    b.stream(input, Consumed.with(Serdes.String(), JSON_SERDE))
+        .filter((k, o) -> o != null && "PAID".equals(o.path("status").asText()))
+        .groupBy((k, o) -> o.path("customerId").asText(), Grouped.with("customer-sum", Serdes.String(), JSON_SERDE))
+        .aggregate(
+            () -> 0L,
+            (customer, o, total) -> total + o.path("amount").asLong(),
+            Materialized.<String, Long, KeyValueStore<org.apache.kafka.common.utils.Bytes, byte[]>>as("customer-sum").withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+        .toStream()
+        .mapValues(total -> String.valueOf(total))
         .to(output, Produced.with(Serdes.String(), Serdes.String()));
     return b.build();
   }
