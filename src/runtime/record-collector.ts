@@ -44,18 +44,29 @@ export class WorkerRecordCollector {
     return toIncoming(m);
   }
 
-  /** Counted once its task has processed it. */
-  consumed(topic: string): void {
-    this.context.stats.recordsConsumed++;
-    this.topicCount(topic).consumed++;
+  /** Counted once their task has processed them. */
+  consumed(topic: string, records: number): void {
+    this.context.stats.recordsConsumed += records;
+    this.topicCount(topic).consumed += records;
   }
 
-  /** Where the task processing `record` sends its outputs: one-way, each output with its origin (by default `record`). */
+  /**
+   * Where the task processing `record` sends its outputs: one-way, each output with its origin (by
+   * default `record`). One collector serves every record, re-aimed per record: one object per
+   * record would be garbage a million times a minute.
+   */
   sinkFor(record: IncomingRecord): RecordCollector {
-    // Made only for a task that sends without an origin: the runtime's own tasks always pass one.
-    let own: RecordOrigin | undefined;
-    return { send: (r, origin) => this.send(r, origin ?? (own ??= { record, released: false, seq: 0, lineagePrefix: undefined })) };
+    this.sinkRecord = record;
+    this.sinkOrigin = undefined;
+    return this.sink;
   }
+
+  private sinkRecord: IncomingRecord | undefined;
+  /** Made only for a task that sends without an origin: the runtime's own tasks always pass one. */
+  private sinkOrigin: RecordOrigin | undefined;
+  private readonly sink: RecordCollector = {
+    send: (r, origin) => this.send(r, origin ?? (this.sinkOrigin ??= { record: this.sinkRecord!, released: false, seq: 0, lineagePrefix: undefined })),
+  };
 
   topicRecords(): TopicRecordCount[] {
     return [...this.recordsByTopic].map(([topic, c]) => ({ topic, ...c }));

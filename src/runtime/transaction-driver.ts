@@ -1,4 +1,4 @@
-import type { Message, TopicPartitionOffset } from '@confluentinc/kafka-javascript';
+import type { TopicPartitionOffset } from '@confluentinc/kafka-javascript';
 import { committedOffsets, seek } from '../kafka/clients.ts';
 import { formatCommitMetadata } from './commit-metadata.ts';
 import { WorkerError } from './errors.ts';
@@ -54,10 +54,12 @@ export class TransactionDriver {
     this.context.faults('before-produce');
   }
 
-  /** `m` went through its task: its offset joins the open transaction. */
-  processed(m: Message): void {
-    this.progress.pending.set(partitionKey(m.topic, m.partition), { topic: m.topic, partition: m.partition, offset: m.offset + 1 });
-    this.records++;
+  /** `count` records of `partition` up to `lastOffset` went through its task: the next offset joins the open transaction. */
+  processed(partition: { readonly key: string; readonly topic: string; readonly partition: number }, lastOffset: number, count: number): void {
+    const pending = this.progress.pending.get(partition.key);
+    if (pending === undefined) this.progress.pending.set(partition.key, { topic: partition.topic, partition: partition.partition, offset: lastOffset + 1 });
+    else pending.offset = lastOffset + 1;
+    this.records += count;
   }
 
   async commit(): Promise<void> {

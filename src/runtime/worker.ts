@@ -9,7 +9,8 @@ import { IllegalTransitionError, WorkerError } from './errors.ts';
 import { noFaults, type FaultHook } from './faults.ts';
 import { claimDefaultInstanceId, lockInstanceId, type InstanceIdClaim } from './instance-id.ts';
 import { refuseLiveNamesake, type InstanceGuardOptions } from './instance-guard.ts';
-import { PartitionProgress, partitionKey } from './partition-progress.ts';
+import { TimeOrderedBatch } from './batch-order.ts';
+import { PartitionProgress } from './partition-progress.ts';
 import { RebalanceHandler } from './rebalance.ts';
 import { WorkerRecordCollector } from './record-collector.ts';
 import type { RuntimeContext } from './runtime-context.ts';
@@ -254,19 +255,25 @@ export class Worker extends EventEmitter {
     }
   }
 
+  /** The batch in event-time order across its partitions (batch-order.ts), each partition's stretch at a time. */
   private async processBatch(batch: Message[]): Promise<void> {
-    for (const m of batch) {
-      const key = partitionKey(m.topic, m.partition);
-      const task = this.tasks.taskFor(key);
+    const ordered = new TimeOrderedBatch(batch);
+    for (let slice = ordered.next(); slice !== undefined; slice = ordered.next()) {
+      const { run, from, to } = slice;
+      const task = this.tasks.taskFor(run.key);
       // A record of a partition revoked after the fetch (its next owner reads it), or of one whose
       // position is not yet back at its committed offset (it is read again once it is).
-      if (!task || !this.progress.mayProcess(key)) continue;
-      await this.transaction.ensureOpen();
-      const record = this.collector.incoming(m);
-      const result = task.process(record, this.collector.sinkFor(record));
-      if (result) await result;
-      this.transaction.processed(m);
-      this.collector.consumed(m.topic);
+      if (!task || !this.progress.mayProcess(run.key)) continue;
+      if (!this.transaction.open) await this.transaction.ensureOpen();
+      const messages = run.messages;
+      for (let i = from; i < to; i++) {
+        const record = this.collector.incoming(messages[i]!);
+        const result = task.process(record, this.collector.sinkFor(record));
+        if (result) await result;
+      }
+      // Once per slice: a failure inside it aborts the transaction, and these offsets with it.
+      this.transaction.processed(run, messages[to - 1]!.offset, to - from);
+      this.collector.consumed(run.topic, to - from);
     }
   }
 
