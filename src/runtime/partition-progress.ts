@@ -43,9 +43,15 @@ export class PartitionProgress {
   readonly committed = new Map<string, number | undefined>();
   /** owned partitions whose fetch position is not known to be their committed offset */
   readonly unsettled = new Set<string>();
+  /**
+   * Moves on with every change of ownership or position (a rewind, an assignment, a revocation): a
+   * batch fetched under an older epoch may hold records from before it, which must not be processed.
+   */
+  epoch = 0;
 
   /** Rule 1: after any failure every owned partition must be put back. */
   unsettle(owned: Iterable<string>): void {
+    this.epoch++;
     this.pending.clear();
     for (const key of owned) this.unsettled.add(key);
   }
@@ -62,17 +68,20 @@ export class PartitionProgress {
 
   /** Rule 4: the offset to assign a partition at, from the committed offset just read. */
   assignAt(ref: PartitionRef): TopicPartitionOffset {
+    this.epoch++;
     const key = partitionKey(ref.topic, ref.partition);
     this.unsettled.delete(key);
     return { topic: ref.topic, partition: ref.partition, offset: this.committed.get(key) ?? OFFSET_BEGINNING };
   }
 
   settled(key: string): void {
+    this.epoch++;
     this.unsettled.delete(key);
   }
 
   /** A partition this worker no longer owns: its next owner starts from the committed offset. */
   forget(key: string): void {
+    this.epoch++;
     this.committed.delete(key);
     this.pending.delete(key);
     this.unsettled.delete(key);

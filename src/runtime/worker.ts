@@ -81,6 +81,8 @@ export class Worker extends EventEmitter {
   private running: Promise<void> | undefined;
   private partitionsByTopic = new Map<string, number>();
   private transientFailures = 0;
+  /** The batch fetched while the last commit waited on the broker, with the partition epoch it was fetched under. */
+  private prefetched: { readonly batch: Promise<Message[]>; readonly epoch: number } | undefined;
 
   /** `topology`: a compiled topology (`compile(...)`), or the runtime's view of one. */
   constructor(topology: RuntimeTopology | (TaskPlan & Omit<RuntimeTopology, 'createTask'>), config: WorkerConfigInput, options: WorkerOptions = {}) {
@@ -210,11 +212,13 @@ export class Worker extends EventEmitter {
     let clean = false;
     try {
       while (this.lifecycle.is(...LOOPING)) {
+        // The consume call a commit started ends first: nothing else may act on the consumer meanwhile.
+        const prefetched = await this.endPrefetch();
         if (this.rebalances.pending) await this.rebalance();
         if (this.progress.unsettled.size > 0) await this.transaction.settlePartitions();
         let batch: Message[];
         try {
-          batch = await consumeBatchOrEmpty(consumer, this.config.consumeBatchSize);
+          batch = prefetched === undefined ? await consumeBatchOrEmpty(consumer, this.config.consumeBatchSize) : await this.keepPrefetched(prefetched);
         } catch (e) {
           this.emit('event', { type: 'aborted', reason: `consume failed: ${describeKafkaError(e)}` } satisfies WorkerEvent);
           await sleep(100);
@@ -236,7 +240,7 @@ export class Worker extends EventEmitter {
           }
           this.transientFailures = 0;
         }
-        if (this.transaction.due()) await this.transaction.commit();
+        if (this.transaction.due()) await this.commitWhileFetching(consumer);
       }
       if (this.transaction.open) await this.transaction.commit();
       clean = true;
@@ -244,6 +248,41 @@ export class Worker extends EventEmitter {
       this.lifecycle.to(clean ? 'STOPPED' : 'FAILED', 'loop');
       await this.close(clean);
     }
+  }
+
+  /**
+   * Commits while the consumer fetches the next batch: the loop would otherwise sit idle through the
+   * commit's round trips (offsets to the group coordinator, EndTxn and its markers) and then wait for
+   * the fetch. The batch is only read once the commit is done, so nothing of it joins this transaction.
+   */
+  private async commitWhileFetching(consumer: KafkaConsumer): Promise<void> {
+    const epoch = this.progress.epoch;
+    const batch = consumeBatchOrEmpty(consumer, this.config.consumeBatchSize);
+    // Read (and its failure handled) by nextBatch, or awaited by close.
+    batch.catch(() => undefined);
+    this.prefetched = { batch, epoch };
+    await this.transaction.commit();
+  }
+
+  /** The prefetched batch once its consume call ended; a failed call throws here, where a failed fetch is handled. */
+  private async endPrefetch(): Promise<{ readonly batch: Promise<Message[]>; readonly epoch: number } | undefined> {
+    const prefetched = this.prefetched;
+    this.prefetched = undefined;
+    if (prefetched !== undefined) await prefetched.batch.catch(() => undefined);
+    return prefetched;
+  }
+
+  /**
+   * The prefetched batch if nothing moved since it was fetched. A commit that failed rewound the
+   * partitions, a rebalance reassigned them, a seek settled one: records fetched before any of these
+   * may lie behind the positions now in force, so that batch is dropped, and since fetching it moved
+   * every owned partition's position on, each is sought back to its committed offset (rules 1–3 of
+   * partition-progress.ts) before the next fetch.
+   */
+  private keepPrefetched(prefetched: { readonly batch: Promise<Message[]>; readonly epoch: number }): Promise<Message[]> | Message[] {
+    if (prefetched.epoch === this.progress.epoch) return prefetched.batch;
+    this.progress.unsettle(this.tasks.ownedPartitions());
+    return [];
   }
 
   private async rebalance(): Promise<void> {
@@ -280,6 +319,9 @@ export class Worker extends EventEmitter {
   /** `clean`: the loop ended after its last commit, not on an error, so local state matches the changelog. */
   private async close(clean: boolean): Promise<void> {
     const consumer = this.consumer;
+    // A consume call still in flight must end before its consumer is disconnected.
+    await this.prefetched?.batch.catch(() => undefined);
+    this.prefetched = undefined;
     await this.tasks.closeAll(clean);
     if (consumer) await disconnect(consumer, this.config.shutdownTimeoutMs);
     await this.output.close();
