@@ -6,7 +6,7 @@ import { windowStoreKey, splitWindowStoreKey } from '../state/windowed.ts';
 import type { Windowed } from '../dsl/types.ts';
 import { createRuntimeNode, TaskContext, type CachingNode, type RuntimeNode, type SourceNode, type Step, type TaskMetrics } from './task-nodes.ts';
 import { CacheBudget, type CachedResult } from './record-cache.ts';
-import type { RecordCacheOptions } from './task-context.ts';
+import type { RecordCacheOptions, TaskEnvironment } from './task-context.ts';
 import { StageFailure, TaskBusyError, UnknownSourceTopicError, UnknownStoreError, UnknownSubtopologyError } from './task-errors.ts';
 import { maxRecordBytesFor } from '../core/record-size.ts';
 
@@ -36,6 +36,8 @@ export interface TaskOptions {
    * within `budget` (shared by the worker's tasks) and `maxRecords` keys per aggregate. Default: none.
    */
   readonly cache?: { readonly budget?: CacheBudget; readonly maxRecords?: number } | undefined;
+  /** Told of each record a windowed aggregate drops as too late. */
+  readonly onLateRecord?: TaskEnvironment['onLateRecord'];
 }
 
 export interface ChangelogPartition {
@@ -80,6 +82,7 @@ export class Task {
       random: opts.random ?? Math.random,
       cache: recordCacheOptions(opts.cache),
       maxRecordBytes: opts.maxRecordBytes ?? maxRecordBytesFor(),
+      onLateRecord: opts.onLateRecord,
     });
     if (opts.initialStreamTime !== undefined) this.#ctx.streamTime = opts.initialStreamTime;
     this.#committedStreamTime = this.#ctx.streamTime;
