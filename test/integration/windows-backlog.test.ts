@@ -50,7 +50,7 @@ test('a windowed count after a repartition over a backlog in 3 partitions counts
     .windowedBy(tumblingWindow(MINUTE, { graceMs: 5_000 }))
     .count({ name: 'views-per-minute' })
     .toStream()
-    .to(output, { key: windowedSerde(stringSerde), value: jsonSerde<number>() });
+    .to(output, { value: jsonSerde<number>() });
   const topology = compile(app);
   await createTopics(bootstrap, [
     { name: input, partitions: PARTITIONS },
