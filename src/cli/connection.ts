@@ -64,7 +64,7 @@ export async function requireReachable(connection: Pick<Connection, 'bootstrap' 
   const dev = connection.dev;
   const devBroker = dev !== undefined && dev.bootstrap === connection.bootstrap;
   const hint = devBroker && !isAlive(dev.brokerPid)
-    ? `The broker \`onceflow dev up\` started (pid ${dev.brokerPid}) is not running: \`onceflow dev up\` starts it again on its data.`
+    ? 'The broker `onceflow dev up` started is not running: `onceflow dev up` starts it again on its data.'
     : devBroker
       ? undefined
       : 'For a local one: `onceflow dev up`.';
