@@ -9,6 +9,7 @@ interface DlqOptions {
   where?: string[];
   json?: boolean;
   to?: string;
+  dryRun?: boolean;
 }
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
@@ -33,6 +34,7 @@ const row = (e: DeadLetterEntry) => ({
   stage: e.stage,
   code: e.code,
   attempts: e.attempts,
+  failures: e.failures,
   time: e.time,
   key: e.key?.toString() ?? '',
   message: e.message.length > 70 ? `${e.message.slice(0, 67)}...` : e.message,
@@ -55,10 +57,12 @@ export function registerDlq(program: Command): void {
   });
   common(dlq.command('replay').description('re-publish selected dead letters to their source topic (or --to), once'))
     .option('--to <topic>', 'publish to this topic instead of each record\'s source topic')
+    .option('--dry-run', 'say what would be replayed, publish nothing')
     .action(async (opts: DlqOptions) => {
       const { bootstrap, dlqTopic } = await target(opts);
-      const result = await replayDeadLetters({ bootstrap, dlqTopic, filter: parseWhere(opts.where ?? []), ...(opts.to ? { to: opts.to } : {}) });
-      if (opts.json) console.log(JSON.stringify({ replayed: result.replayed.map((e) => e.id), skipped: result.skipped.map((e) => e.id) }));
-      else console.log(`replayed ${result.replayed.length} record(s)${result.skipped.length ? `, skipped ${result.skipped.length} replayed before` : ''}${result.replayed.length ? `: ${result.replayed.map((e) => e.id).join(', ')}` : ''}`);
+      const dryRun = opts.dryRun === true;
+      const result = await replayDeadLetters({ bootstrap, dlqTopic, filter: parseWhere(opts.where ?? []), dryRun, ...(opts.to ? { to: opts.to } : {}) });
+      if (opts.json) console.log(JSON.stringify({ dryRun, replayed: result.replayed.map((e) => e.id), skipped: result.skipped.map((e) => e.id) }));
+      else console.log(`${dryRun ? 'would replay' : 'replayed'} ${result.replayed.length} record(s)${result.skipped.length ? `, skipped ${result.skipped.length} replayed before` : ''}${result.replayed.length ? `: ${result.replayed.map((e) => e.id).join(', ')}` : ''}`);
     });
 }
