@@ -54,6 +54,8 @@ export const RUNTIME_ENV = {
   logLevel: 'ONCEFLOW_LOG_LEVEL',
   logFormat: 'ONCEFLOW_LOG_FORMAT',
   typecheckCacheDir: 'ONCEFLOW_CACHE_DIR',
+  /** Where `dev up` keeps its cluster and records its connection (default `<project>/.onceflow`). */
+  devClusterDir: 'ONCEFLOW_HOME',
 } as const;
 
 /** Every ONCEFLOW_* name onceflow reads, besides the `ONCEFLOW_KAFKA_*` passthrough prefix. */
