@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { OnceflowError } from '../errors.ts';
 import { requireBroker } from '../kafka/broker-probe.ts';
 import type { ClientOptions } from '../kafka/admin.ts';
@@ -20,7 +21,7 @@ export interface DevConnection {
 export function devConnection(dir = defaultClusterDir()): DevConnection | undefined {
   const info = readClusterInfo(dir);
   if (!info) return undefined;
-  return { bootstrap: info.bootstrap, ...(info.registryUrl ? { registryUrl: info.registryUrl } : {}), file: `${dir}/dev.json`, brokerPid: info.brokerPid };
+  return { bootstrap: info.bootstrap, ...(info.registryUrl ? { registryUrl: info.registryUrl } : {}), file: join(dir, 'dev.json'), brokerPid: info.brokerPid };
 }
 
 export interface Connection {

@@ -1,14 +1,15 @@
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { KafkaJS } from '@confluentinc/kafka-javascript';
-import { ensureTopics, fetchPartitionCounts, requireTopics, withAdmin } from '../kafka/admin.ts';
+import { ensureTopics, requireTopics, withAdmin } from '../kafka/admin.ts';
 import { connect } from './connection.ts';
 import { intAtLeast } from './int-option.ts';
 
 const BOOTSTRAP_HELP = 'Kafka bootstrap servers (env ONCEFLOW_BOOTSTRAP; default: the `dev up` cluster)';
-const collect = (v: string, prev: string[] = []) => [...prev, v];
-
-function topicConfig(pairs: readonly string[]): Record<string, string> {
-  return Object.fromEntries(pairs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]).filter(([k]) => k !== ''));
+/** Repeated `--config key=value`, refused by commander (naming the option) when a pair has no key. */
+function collectPair(kv: string, prev: Record<string, string> = {}): Record<string, string> {
+  const at = kv.indexOf('=');
+  if (at <= 0) throw new InvalidArgumentError('expected key=value, e.g. retention.ms=86400000');
+  return { ...prev, [kv.slice(0, at)]: kv.slice(at + 1) };
 }
 
 export function registerTopics(program: Command): void {
@@ -18,13 +19,13 @@ export function registerTopics(program: Command): void {
     .description('create topics that do not exist yet (existing ones are left as they are)')
     .option('--partitions <n>', 'partitions of each new topic', intAtLeast(1), 1)
     .option('--compact', 'cleanup.policy=compact')
-    .option('--config <key=value>', 'topic config, repeatable (e.g. retention.ms=86400000)', collect)
+    .option('--config <key=value>', 'topic config, repeatable (e.g. retention.ms=86400000)', collectPair)
     .option('--bootstrap <servers>', BOOTSTRAP_HELP)
-    .action(async (names: string[], opts: { partitions: number; compact?: boolean; config?: string[]; bootstrap?: string }) => {
+    .action(async (names: string[], opts: { partitions: number; compact?: boolean; config?: Record<string, string>; bootstrap?: string }) => {
       const { bootstrap } = await connect({ bootstrap: opts.bootstrap });
       const existing = await withAdmin(bootstrap, async (admin) => {
         const before = new Set(await admin.listTopics());
-        await ensureTopics(admin, names.map((name) => ({ name, partitions: opts.partitions, compact: opts.compact === true, config: topicConfig(opts.config ?? []) })));
+        await ensureTopics(admin, names.map((name) => ({ name, partitions: opts.partitions, compact: opts.compact === true, config: opts.config ?? {} })));
         return before;
       });
       for (const name of names) console.log(existing.has(name) ? `exists: ${name}` : `created: ${name} (${opts.partitions} partition${opts.partitions > 1 ? 's' : ''})`);
@@ -50,11 +51,9 @@ export function registerTopics(program: Command): void {
         await requireTopics(admin, { source: [topic] });
         const [meta] = await admin.fetchTopicMetadata({ topics: [topic] });
         const committed = await admin.fetchTopicOffsets(topic, { isolationLevel: KafkaJS.IsolationLevel.READ_COMMITTED });
-        const count = (await fetchPartitionCounts(admin, [topic])).get(topic) ?? 0;
         return {
           topic,
-          partitions: count,
-          partition: (meta?.partitions ?? [])
+          partitions: (meta?.partitions ?? [])
             .map((p) => {
               const o = committed.find((c) => c.partition === p.partitionId);
               return { partition: p.partitionId, leader: p.leader, replicas: p.replicas, isr: p.isr, low: Number(o?.low ?? 0), high: Number(o?.high ?? 0), lastStable: Number(o?.offset ?? 0) };
@@ -66,7 +65,7 @@ export function registerTopics(program: Command): void {
         console.log(JSON.stringify(described, null, 2));
         return;
       }
-      console.log(`topic ${topic}  partitions ${described.partitions}`);
-      for (const p of described.partition) console.log(`  partition ${p.partition}  leader ${p.leader}  replicas ${p.replicas.join(',')}  isr ${p.isr.join(',')}  offsets ${p.low}..${p.high} (last stable ${p.lastStable})`);
+      console.log(`topic ${topic}  partitions ${described.partitions.length}`);
+      for (const p of described.partitions) console.log(`  partition ${p.partition}  leader ${p.leader}  replicas ${p.replicas.join(',')}  isr ${p.isr.join(',')}  offsets ${p.low}..${p.high} (last stable ${p.lastStable})`);
     });
 }

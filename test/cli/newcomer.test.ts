@@ -38,6 +38,7 @@ test('dev up, topics create, produce, run, consume: the newcomer path with no sc
   const first = clusterInfo();
   assert.match(await ok('topics', 'create', 'lines', 'word-counts', '--partitions', '2'), /created: lines \(2 partitions\)/);
   assert.match(await ok('topics', 'list'), /^lines$/m);
+  assert.equal((JSON.parse(await ok('topics', 'describe', 'lines', '--json')) as { partitions: unknown[] }).partitions.length, 2);
 
   const produce = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'produce', 'lines', '--format', 'text'], { cwd: projectRoot(), env, stdio: ['pipe', 'pipe', 'pipe'] });
   produce.stdin.end('the cat\nthe dog\nthe end\n');
