@@ -54,6 +54,8 @@ export const RUNTIME_ENV = {
   logLevel: 'ONCEFLOW_LOG_LEVEL',
   logFormat: 'ONCEFLOW_LOG_FORMAT',
   typecheckCacheDir: 'ONCEFLOW_CACHE_DIR',
+  /** Where `dev up` keeps its cluster and records its connection (default `<project>/.onceflow`). */
+  devClusterDir: 'ONCEFLOW_HOME',
 } as const;
 
 /** Every ONCEFLOW_* name onceflow reads, besides the `ONCEFLOW_KAFKA_*` passthrough prefix. */
@@ -87,7 +89,8 @@ function fail(code: ConfigSourceError['code'], message: string, cause?: unknown)
   throw new ConfigSourceError(code, message, cause === undefined ? undefined : { cause });
 }
 
-export type ConfigOrigin = 'flag' | 'env' | 'file' | 'default';
+/** `dev`: the connection `onceflow dev up` recorded, used only for what no other source sets. */
+export type ConfigOrigin = 'flag' | 'env' | 'file' | 'dev' | 'default';
 
 /** Flags as commander hands them over: camelCase field names, `kafka` as repeated `key=value`. */
 export type ConfigFlags = Partial<Record<ScalarField, string | number | boolean>> & { readonly kafka?: readonly string[] | Readonly<Record<string, string | number | boolean>> };
@@ -97,6 +100,8 @@ export interface ConfigSourcesInput {
   readonly file?: string;
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly flags?: ConfigFlags;
+  /** The local cluster `onceflow dev up` started: its bootstrap and registry, below every other source. */
+  readonly devCluster?: { readonly bootstrap: string; readonly registryUrl?: string };
 }
 
 export interface ResolvedConfigSources {
@@ -155,8 +160,8 @@ function kafkaFromFlags(kafka: ConfigFlags['kafka']): Record<string, string | nu
 }
 
 /**
- * The worker config input from every source, field by field: flags over env over file; what none
- * sets is left out so the schema's default applies. Kafka options merge key by key in the same order.
+ * The worker config input from every source, field by field: flags over env over file over the dev
+ * cluster's connection; what none sets is left out so the schema's default applies. Kafka options merge key by key in the same order.
  */
 export function resolveConfigSources(sources: ConfigSourcesInput): ResolvedConfigSources {
   const env = sources.env ?? {};
@@ -182,6 +187,16 @@ export function resolveConfigSources(sources: ConfigSourcesInput): ResolvedConfi
     if (flag !== undefined) {
       input[f] = typeof flag === 'string' ? fromText(FIELD_KINDS[f], flag) : flag;
       origin[f] = 'flag';
+    }
+  }
+
+  const dev = sources.devCluster;
+  if (dev) {
+    for (const [field, value] of [['bootstrap', dev.bootstrap], ['registryUrl', dev.registryUrl]] as const) {
+      if (input[field] === undefined && value) {
+        input[field] = value;
+        origin[field] = 'dev';
+      }
     }
   }
 

@@ -1,8 +1,10 @@
 import type { Command } from 'commander';
 import { Document, isMap, isPair, isScalar, type Pair } from 'yaml';
 import { parseWorkerConfig } from '../runtime/config.ts';
+import { loadTopology } from '../dsl/load.ts';
 import { redactDeep } from '../observability/redact.ts';
 import { CONFIG_ENV, CONFIG_FIELD_KINDS, resolveConfigSources, SCALAR_FIELDS, type ConfigFlags, type ConfigOrigin } from './config-sources.ts';
+import { devConnection } from './connection.ts';
 
 const kebab = (camel: string): string => camel.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase();
 
@@ -40,10 +42,19 @@ export interface PrintOptions {
   readonly showOrigin?: boolean;
 }
 
-/** The effective configuration as `config print` shows it: validated, defaults applied, secrets replaced. */
-export function renderEffectiveConfig(sources: Parameters<typeof resolveConfigSources>[0], options: PrintOptions): { text: string; warnings: string[] } {
+/** What `config print` shows for an app id no source sets and no topology file was given: `run` takes the topology's. */
+export const TOPOLOGY_APP_ID = "(the topology's)";
+
+/**
+ * The effective configuration as `config print` shows it: validated, defaults applied, secrets replaced.
+ * `topologyAppId` is the default app id, the topology's; without it an unset app id shows as TOPOLOGY_APP_ID.
+ */
+export function renderEffectiveConfig(sources: Parameters<typeof resolveConfigSources>[0], options: PrintOptions, topologyAppId?: string): { text: string; warnings: string[] } {
   const resolved = resolveConfigSources(sources);
-  const config = redactDeep(parseWorkerConfig(resolved.input));
+  const appId = resolved.input.appId ?? topologyAppId;
+  // Validated with a stand-in app id so that every other field is still checked; the stand-in is never shown.
+  const parsed = parseWorkerConfig({ ...resolved.input, appId: appId ?? 'topology' });
+  const config = redactDeep({ ...parsed, appId: appId ?? TOPOLOGY_APP_ID });
   const warnings = resolved.unknownEnv.map((n) => `ignored unknown environment variable ${n} (not an onceflow setting; a typo?)`);
   if (options.format === 'json') return { text: `${JSON.stringify(config, null, 2)}\n`, warnings };
   const doc = new Document(config);
@@ -76,20 +87,23 @@ const stdio: CliIo = { out: (t) => process.stdout.write(t), err: (t) => process.
 export function registerConfig(program: Command, io: CliIo = stdio): void {
   const config = program.command('config').description('inspect the worker configuration');
   const print = config
-    .command('print')
-    .description('print the effective configuration (flags > env > file > defaults), secrets redacted')
+    .command('print [topology]')
+    .description('print the effective configuration (flags > env > file > `dev up` cluster > defaults), secrets redacted; the app id defaults to the topology file\'s')
     .option('--format <format>', 'yaml | json', 'yaml')
     .option('--show-origin', 'YAML: comment each value with the source that set it');
   addConfigOptions(print);
-  print.action((opts: ConfigCommandOptions & { format: string; showOrigin?: boolean }) => {
+  print.action(async (topology: string | undefined, opts: ConfigCommandOptions & { format: string; showOrigin?: boolean }) => {
     const format = opts.format === 'json' ? 'json' : opts.format === 'yaml' ? 'yaml' : undefined;
     if (!format) {
       print.error(`error: --format must be yaml or json, got ${JSON.stringify(opts.format)}`);
       return;
     }
+    const dev = devConnection();
+    const topologyAppId = topology === undefined ? undefined : (await loadTopology(topology)).options.appId;
     const { text, warnings } = renderEffectiveConfig(
-      { ...(opts.config !== undefined ? { file: opts.config } : {}), env: process.env, flags: configFlagsFrom(opts) },
+      { ...(opts.config !== undefined ? { file: opts.config } : {}), env: process.env, flags: configFlagsFrom(opts), ...(dev ? { devCluster: dev } : {}) },
       { format, showOrigin: opts.showOrigin ?? false },
+      topologyAppId,
     );
     for (const w of warnings) io.err(`onceflow: warning: ${w}\n`);
     io.out(text);

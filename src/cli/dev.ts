@@ -26,12 +26,15 @@ export function registerDev(program: Command): void {
     .option('--dir <dir>', 'state directory', defaultClusterDir())
     .option('--no-registry', 'start the broker only')
     .option('--secure', 'SASL_SSL listener: TLS (a CA made now), SCRAM-SHA-512 users, ACLs enforced by the StandardAuthorizer')
-    .action(async (opts: { dir: string; registry: boolean; secure?: boolean }) => {
-      const before = readClusterInfo(opts.dir);
-      const info = await startLocalCluster({ dir: opts.dir, withRegistry: opts.registry, secure: opts.secure === true });
+    .option('--fresh', 'stop what runs and start an empty cluster (default: keep the earlier data and ports)')
+    .action(async (opts: { dir: string; registry: boolean; secure?: boolean; fresh?: boolean }) => {
+      const before = opts.fresh ? undefined : readClusterInfo(opts.dir);
+      const info = await startLocalCluster({ dir: opts.dir, withRegistry: opts.registry, secure: opts.secure === true, fresh: opts.fresh === true });
       const reused = before !== undefined && before.brokerPid === info.brokerPid;
-      console.log(`${reused ? 'already running' : 'started'}: broker ${info.bootstrap} (pid ${info.brokerPid}${reused ? '' : `, answered after ${info.brokerStartMs} ms`})`);
-      if (info.registryUrl) console.log(`registry ${info.registryUrl} (pid ${info.registryPid}${reused ? '' : `, answered after ${info.registryStartMs} ms`})`);
+      const registryReused = before !== undefined && before.registryPid === info.registryPid;
+      const how = reused ? 'already running' : before !== undefined ? `started again on its data in ${info.dir}` : 'started';
+      console.log(`${how}: broker ${info.bootstrap} (pid ${info.brokerPid}${reused ? '' : `, answered after ${info.brokerStartMs} ms`})`);
+      if (info.registryUrl) console.log(`registry ${info.registryUrl} (pid ${info.registryPid}${registryReused ? ', already running' : `, answered after ${info.registryStartMs} ms`})`);
       console.log(`ONCEFLOW_BOOTSTRAP=${info.bootstrap}`);
       console.log(`ONCEFLOW_REGISTRY_URL=${info.registryUrl}`);
       if (info.secure) printSecureSettings(info.secure);
@@ -43,7 +46,8 @@ export function registerDev(program: Command): void {
     .option('--dir <dir>', 'state directory', defaultClusterDir())
     .action(async (opts: { dir: string }) => {
       const info = await stopLocalCluster(opts.dir);
-      console.log(info ? `stopped broker pid ${info.brokerPid}${info.registryPid ? ` and registry pid ${info.registryPid}` : ''}` : 'nothing was running');
+      const ran = info !== undefined && (info.brokerPid > 0 || info.registryPid > 0);
+      console.log(ran ? `stopped broker pid ${info.brokerPid}${info.registryPid ? ` and registry pid ${info.registryPid}` : ''}` : 'nothing was running');
     });
   dev
     .command('status')
@@ -51,8 +55,8 @@ export function registerDev(program: Command): void {
     .option('--dir <dir>', 'state directory', defaultClusterDir())
     .action((opts: { dir: string }) => {
       const info = readClusterInfo(opts.dir);
-      if (!info) {
-        console.log('not running');
+      if (!info || (info.brokerPid <= 0 && info.registryPid <= 0)) {
+        console.log(info ? `not running (stopped; \`onceflow dev up\` starts ${info.bootstrap} again on its data)` : 'not running');
         process.exitCode = 1;
         return;
       }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { ConfigError } from '../runtime/config.ts';
+import { connect } from './connection.ts';
 import { listDeadLetters, parseWhere, replayDeadLetters, type DeadLetterEntry } from '../dlq/dead-letters.ts';
 
 interface DlqOptions {
@@ -9,6 +9,7 @@ interface DlqOptions {
   where?: string[];
   json?: boolean;
   to?: string;
+  dryRun?: boolean;
 }
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
@@ -16,15 +17,14 @@ const collect = (v: string, prev: string[] = []) => [...prev, v];
 function common(cmd: Command): Command {
   return cmd
     .requiredOption('--app-id <id>', 'the application whose dead letters to read')
-    .option('--bootstrap <servers>', 'Kafka bootstrap servers (env ONCEFLOW_BOOTSTRAP)')
+    .option('--bootstrap <servers>', 'Kafka bootstrap servers (env ONCEFLOW_BOOTSTRAP; default: the `dev up` cluster)')
     .option('--topic <topic>', 'the dead-letter topic (default <app-id>-dlq)')
     .option('--where <field=value>', 'filter: code=..., stage=..., topic=... (repeatable)', collect)
     .option('--json', 'print JSON');
 }
 
-function target(opts: DlqOptions): { bootstrap: string; dlqTopic: string } {
-  const bootstrap = opts.bootstrap ?? process.env.ONCEFLOW_BOOTSTRAP;
-  if (!bootstrap) throw new ConfigError('--bootstrap (or ONCEFLOW_BOOTSTRAP) is required', [{ field: 'bootstrap', message: 'is required' }]);
+async function target(opts: DlqOptions): Promise<{ bootstrap: string; dlqTopic: string }> {
+  const { bootstrap } = await connect({ bootstrap: opts.bootstrap });
   return { bootstrap, dlqTopic: opts.topic ?? `${opts.appId}-dlq` };
 }
 
@@ -34,6 +34,7 @@ const row = (e: DeadLetterEntry) => ({
   stage: e.stage,
   code: e.code,
   attempts: e.attempts,
+  failures: e.failures,
   time: e.time,
   key: e.key?.toString() ?? '',
   message: e.message.length > 70 ? `${e.message.slice(0, 67)}...` : e.message,
@@ -50,16 +51,18 @@ function table(rows: Record<string, string | number>[]): string {
 export function registerDlq(program: Command): void {
   const dlq = program.command('dlq').description('inspect and replay dead-lettered records');
   common(dlq.command('list').description('show dead-lettered records with their errors')).action(async (opts: DlqOptions) => {
-    const { bootstrap, dlqTopic } = target(opts);
+    const { bootstrap, dlqTopic } = await target(opts);
     const entries = await listDeadLetters(bootstrap, dlqTopic, parseWhere(opts.where ?? []));
     console.log(opts.json ? JSON.stringify(entries.map((e) => ({ ...row(e), message: e.message, value: e.value?.toString('base64') ?? null })), null, 2) : table(entries.map(row)));
   });
   common(dlq.command('replay').description('re-publish selected dead letters to their source topic (or --to), once'))
     .option('--to <topic>', 'publish to this topic instead of each record\'s source topic')
+    .option('--dry-run', 'say what would be replayed, publish nothing')
     .action(async (opts: DlqOptions) => {
-      const { bootstrap, dlqTopic } = target(opts);
-      const result = await replayDeadLetters({ bootstrap, dlqTopic, filter: parseWhere(opts.where ?? []), ...(opts.to ? { to: opts.to } : {}) });
-      if (opts.json) console.log(JSON.stringify({ replayed: result.replayed.map((e) => e.id), skipped: result.skipped.map((e) => e.id) }));
-      else console.log(`replayed ${result.replayed.length} record(s)${result.skipped.length ? `, skipped ${result.skipped.length} replayed before` : ''}${result.replayed.length ? `: ${result.replayed.map((e) => e.id).join(', ')}` : ''}`);
+      const { bootstrap, dlqTopic } = await target(opts);
+      const dryRun = opts.dryRun === true;
+      const result = await replayDeadLetters({ bootstrap, dlqTopic, filter: parseWhere(opts.where ?? []), dryRun, ...(opts.to ? { to: opts.to } : {}) });
+      if (opts.json) console.log(JSON.stringify({ dryRun, replayed: result.replayed.map((e) => e.id), skipped: result.skipped.map((e) => e.id) }));
+      else console.log(`${dryRun ? 'would replay' : 'replayed'} ${result.replayed.length} record(s)${result.skipped.length ? `, skipped ${result.skipped.length} replayed before` : ''}${result.replayed.length ? `: ${result.replayed.map((e) => e.id).join(', ')}` : ''}`);
     });
 }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import pg from 'pg';
 import { OnceflowError } from '../errors.ts';
 import { createOutboxTable, OutboxRelay } from '../effects/outbox-relay.ts';
-import { isAlive, readClusterInfo } from '../kafka/local-cluster.ts';
+import { connect } from './connection.ts';
 
 export const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -22,14 +22,6 @@ interface RelayOpts extends CommonOpts {
   idleMs: string;
 }
 
-/** Flag, then environment, then the broker `onceflow dev up` started. */
-function resolveBootstrap(flag: string | undefined): string {
-  if (flag) return flag;
-  if (process.env.ONCEFLOW_BOOTSTRAP) return process.env.ONCEFLOW_BOOTSTRAP;
-  const info = readClusterInfo();
-  if (info && isAlive(info.brokerPid)) return info.bootstrap;
-  throw new OutboxCliError('no broker: pass --bootstrap, set ONCEFLOW_BOOTSTRAP, or start one with `onceflow dev up`');
-}
 
 function positiveInt(value: string, flag: string): number {
   const n = Number(value);
@@ -66,7 +58,7 @@ export function registerOutbox(program: Command): void {
     .action(async (opts: RelayOpts) => {
       const batchSize = positiveInt(opts.batch, '--batch');
       const idleMs = positiveInt(opts.idleMs, '--idle-ms');
-      const bootstrap = resolveBootstrap(opts.bootstrap);
+      const { bootstrap } = await connect({ bootstrap: opts.bootstrap });
       const pool = new pg.Pool({ connectionString: opts.pgUrl ?? process.env.ONCEFLOW_PG_URL ?? DEFAULT_PG_URL, max: 2 });
       const relay = new OutboxRelay({ pool, table: opts.table, topic: opts.topic, bootstrap, batchSize });
       const stop = new AbortController();

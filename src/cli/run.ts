@@ -6,7 +6,8 @@ import { runtimeTopology } from '../runtime/worker-topology.ts';
 import { killAt } from '../runtime/faults.ts';
 import { attachLogging, createLogger, startObservability, type ObservabilityServer } from '../observability/index.ts';
 import { addConfigOptions, configFlagsFrom, type ConfigCommandOptions } from './config.ts';
-import { resolveRuntimeOptions, resolveWorkerConfigInput, type RuntimeFlags } from './config-sources.ts';
+import { resolveConfigSources, resolveRuntimeOptions, type RuntimeFlags } from './config-sources.ts';
+import { bootstrapSource, devConnection, requireReachable } from './connection.ts';
 import { typecheckTopology } from './typecheck.ts';
 
 interface RunOptions extends ConfigCommandOptions, RuntimeFlags {
@@ -16,14 +17,20 @@ interface RunOptions extends ConfigCommandOptions, RuntimeFlags {
   readonly typecheck?: boolean;
 }
 
-/** Compiles a topology file into a worker; the config comes from flags over env over a file. */
+/**
+ * Compiles a topology file into a worker; the config comes from flags over env over a file over the
+ * `dev up` cluster. Fails with BROKER_UNREACHABLE, before anything starts, when no broker answers.
+ */
 export async function workerForFile(file: string, opts: RunOptions, env: NodeJS.ProcessEnv = process.env): Promise<Worker> {
   if (opts.typecheck !== false) await typecheckTopology(file);
   const builder = await loadTopology(file);
-  const input = resolveWorkerConfigInput({ ...(opts.config ? { file: opts.config } : {}), env, flags: configFlagsFrom(opts) });
+  const dev = devConnection();
+  const { input, origin } = resolveConfigSources({ ...(opts.config ? { file: opts.config } : {}), env, flags: configFlagsFrom(opts), ...(dev ? { devCluster: dev } : {}) });
   const topology = compile(builder, input.appId ? { appId: input.appId } : {});
   // The chaos harness kills workers at points of the protocol it names in the environment.
-  return new Worker(runtimeTopology(topology), input, { faults: killAt(env.ONCEFLOW_CHAOS_KILL_AT) });
+  const worker = new Worker(runtimeTopology(topology), input, { faults: killAt(env.ONCEFLOW_CHAOS_KILL_AT) });
+  await requireReachable({ bootstrap: worker.config.bootstrap, source: bootstrapSource(origin.bootstrap, dev), dev }, worker.config.kafka);
+  return worker;
 }
 
 export function registerRun(program: Command): void {

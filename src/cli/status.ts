@@ -5,6 +5,7 @@ import { withAdmin, type AdminClient } from '../kafka/admin.ts';
 import { parseCommitMetadata, type CommitMetadata } from '../runtime/commit-metadata.ts';
 import { parseWorkerConfig } from '../runtime/config.ts';
 import { resolveConfigSources, type ConfigFlags } from './config-sources.ts';
+import { bootstrapSource, devConnection, requireReachable } from './connection.ts';
 
 export class StatusError extends OnceflowError {
   readonly code = 'GROUP_NOT_FOUND';
@@ -179,7 +180,11 @@ export function registerStatus(program: Command, io: StatusIo = { out: (t) => pr
         ...(opts.kafka !== undefined ? { kafka: opts.kafka } : {}),
       };
       // Same layering and validation as the worker, so status connects exactly as the worker does.
-      const config = parseWorkerConfig(resolveConfigSources({ ...(opts.config !== undefined ? { file: opts.config } : {}), env: process.env, flags }).input);
+      const dev = devConnection();
+      const { input, origin } = resolveConfigSources({ ...(opts.config !== undefined ? { file: opts.config } : {}), env: process.env, flags, ...(dev ? { devCluster: dev } : {}) });
+      const config = parseWorkerConfig(input);
+      // Before any group call: on an unreachable broker those crashed the admin client (SIGSEGV).
+      await requireReachable({ bootstrap: config.bootstrap, source: bootstrapSource(origin.bootstrap, dev), dev }, config.kafka);
       const render = (s: GroupStatus) => (opts.json ? `${JSON.stringify(s)}\n` : formatStatus(s));
       await withAdmin(
         config.bootstrap,

@@ -40,3 +40,10 @@ export const DEAD_LETTER = {
   sourcePartition: 'onceflow.source.partition',
   sourceOffset: 'onceflow.source.offset',
 } as const;
+
+/**
+ * Stamped by `dlq replay` on a republished record: the source `<topic>/<partition>/<offset>` of its first
+ * failure. A replayed record that fails again is dead-lettered with it (the worker keeps a record's own
+ * headers), so the dead-letter tools show one dead letter per original record, its attempts growing.
+ */
+export const REPLAY = { origin: 'onceflow.replay.origin' } as const;

@@ -3,7 +3,7 @@ import { ensureTopics, withAdmin } from '../kafka/admin.ts';
 import { connectProducer, disconnect, flush, type RdConfig } from '../kafka/clients.ts';
 import { readTopic } from '../kafka/read-topic.ts';
 import type { IncomingRecord, RecordHeader } from '../core/records.ts';
-import { DEAD_LETTER } from '../core/headers.ts';
+import { DEAD_LETTER, REPLAY } from '../core/headers.ts';
 
 export class DeadLetterToolError extends OnceflowError {
   constructor(
@@ -24,7 +24,13 @@ export interface DeadLetterEntry {
   readonly stage: string;
   readonly code: string;
   readonly message: string;
+  /** Attempts over every failure of the original record (a replay that failed again adds its own). */
   readonly attempts: number;
+  /** How many times the original record was dead-lettered: 1, plus one per replay that failed again. */
+  readonly failures: number;
+  /** Source `<topic>/<partition>/<offset>` of the first failure: the same for every replay of the record. */
+  readonly origin: string;
+  /** When it was (last) dead-lettered, ISO 8601. */
   readonly time: string;
   readonly key: Buffer | null;
   readonly value: Buffer | null;
@@ -32,10 +38,11 @@ export interface DeadLetterEntry {
   readonly headers: readonly RecordHeader[];
 }
 
-const OWN_HEADER = /^onceflow\.(lineage$|(error|source|src|txn)\.)/;
+const OWN_HEADER = /^onceflow\.(lineage$|(error|source|src|txn|replay)\.)/;
 
 function entryOf(r: IncomingRecord): DeadLetterEntry {
   const h = (k: string) => r.headers.find((x) => x.key === k)?.value.toString() ?? '';
+  const epochMs = Number(h(DEAD_LETTER.time));
   return {
     id: `${r.partition}/${r.offset}`,
     sourceTopic: h(DEAD_LETTER.sourceTopic),
@@ -45,7 +52,9 @@ function entryOf(r: IncomingRecord): DeadLetterEntry {
     code: h(DEAD_LETTER.code),
     message: h(DEAD_LETTER.message),
     attempts: Number(h(DEAD_LETTER.attempts) || '1'),
-    time: h(DEAD_LETTER.time),
+    failures: 1,
+    origin: h(REPLAY.origin) || `${h(DEAD_LETTER.sourceTopic)}/${h(DEAD_LETTER.sourcePartition)}/${h(DEAD_LETTER.sourceOffset)}`,
+    time: Number.isFinite(epochMs) && epochMs > 0 ? new Date(epochMs).toISOString() : h(DEAD_LETTER.time),
     key: r.key,
     value: r.value,
     headers: r.headers.filter((x) => !OWN_HEADER.test(x.key)),
@@ -79,7 +88,17 @@ async function assertTopic(bootstrap: string, topic: string, clientOptions: RdCo
 export async function listDeadLetters(bootstrap: string, dlqTopic: string, filter: DeadLetterFilter = () => true, clientOptions: RdConfig = {}): Promise<DeadLetterEntry[]> {
   await assertTopic(bootstrap, dlqTopic, clientOptions);
   const records = await readTopic(bootstrap, dlqTopic, { isolation: 'read_committed', clientOptions: clientOptions as Record<string, string> });
-  return records.sort((a, b) => a.partition - b.partition || a.offset - b.offset).map(entryOf).filter(filter);
+  return latestPerOrigin(records.sort((a, b) => a.partition - b.partition || a.offset - b.offset).map(entryOf)).filter(filter);
+}
+
+/** One entry per original record: its latest dead letter, with the attempts and failures of all of them. */
+function latestPerOrigin(entries: readonly DeadLetterEntry[]): DeadLetterEntry[] {
+  const byOrigin = new Map<string, DeadLetterEntry>();
+  for (const e of [...entries].sort((a, b) => a.time.localeCompare(b.time))) {
+    const before = byOrigin.get(e.origin);
+    byOrigin.set(e.origin, before ? { ...e, attempts: before.attempts + e.attempts, failures: before.failures + 1 } : e);
+  }
+  return [...byOrigin.values()];
 }
 
 export interface ReplayResult {
@@ -93,19 +112,21 @@ export interface ReplayResult {
  * the broker acknowledged the record: a second replay skips what the first one published. A crash
  * between the two replays that record again (at-least-once, by design: downstream dedupe absorbs it).
  */
-export async function replayDeadLetters(opts: { bootstrap: string; dlqTopic: string; filter?: DeadLetterFilter; to?: string; clientOptions?: RdConfig }): Promise<ReplayResult> {
+export async function replayDeadLetters(opts: { bootstrap: string; dlqTopic: string; filter?: DeadLetterFilter; to?: string; clientOptions?: RdConfig; dryRun?: boolean }): Promise<ReplayResult> {
   const clientOptions = opts.clientOptions ?? {};
   const entries = await listDeadLetters(opts.bootstrap, opts.dlqTopic, opts.filter, clientOptions);
   const logTopic = replayLogTopic(opts.dlqTopic);
-  await withAdmin(opts.bootstrap, (a) => ensureTopics(a, [{ name: logTopic, partitions: 1, compact: true }]), clientOptions as Record<string, string>);
-  const done = new Set((await readTopic(opts.bootstrap, logTopic, { clientOptions: clientOptions as Record<string, string> })).map((r) => r.key?.toString()));
+  // A dry run writes nothing, not even the log topic: a log not there yet means nothing was replayed.
+  const logExists = opts.dryRun ? (await withAdmin(opts.bootstrap, (a) => a.listTopics(), clientOptions as Record<string, string>)).includes(logTopic) : true;
+  if (!opts.dryRun) await withAdmin(opts.bootstrap, (a) => ensureTopics(a, [{ name: logTopic, partitions: 1, compact: true }]), clientOptions as Record<string, string>);
+  const done = new Set(logExists ? (await readTopic(opts.bootstrap, logTopic, { clientOptions: clientOptions as Record<string, string> })).map((r) => r.key?.toString()) : []);
   const todo = entries.filter((e) => !done.has(e.id));
   const skipped = entries.filter((e) => done.has(e.id));
-  if (todo.length === 0) return { replayed: [], skipped };
+  if (todo.length === 0 || opts.dryRun) return { replayed: todo, skipped };
   const producer = await connectProducer({ 'bootstrap.servers': opts.bootstrap, 'enable.idempotence': true, ...clientOptions });
   try {
     for (const e of todo) {
-      producer.produce(opts.to ?? e.sourceTopic, null, e.value, e.key, Date.now(), null, e.headers.map((h) => ({ [h.key]: h.value })));
+      producer.produce(opts.to ?? e.sourceTopic, null, e.value, e.key, Date.now(), null, [...e.headers.map((h) => ({ [h.key]: h.value })), { [REPLAY.origin]: e.origin }]);
     }
     await flush(producer, 60_000);
     for (const e of todo) producer.produce(logTopic, 0, Buffer.from(JSON.stringify({ to: opts.to ?? e.sourceTopic, at: new Date().toISOString() })), e.id);

@@ -38,6 +38,8 @@ export interface StartOptions {
   readonly withRegistry?: boolean;
   /** TLS with a CA made at start, SASL/SCRAM-SHA-512, and the StandardAuthorizer with an `admin` super user. */
   readonly secure?: boolean;
+  /** Stop what runs and wipe the directory: a new, empty cluster. */
+  readonly fresh?: boolean;
   readonly log?: (line: string) => void;
 }
 
@@ -98,6 +100,8 @@ function tail(file: string, lines = 30): string {
 }
 
 export function isAlive(pid: number): boolean {
+  // 0 is a stopped cluster's record; signalling it would ask about this process's own group.
+  if (pid <= 0) return false;
   try {
     process.kill(pid, 0);
     return true;
@@ -267,40 +271,75 @@ export function writeClusterInfo(info: LocalClusterInfo): void {
   writeFileSync(infoFile(info.dir), JSON.stringify(info, null, 2));
 }
 
-/** Starts a fresh broker (and registry) in `dir`, wiping what an earlier run left there. */
+async function isPortFree(port: number): Promise<boolean> {
+  return assertPortFree(port, 'a').then(
+    () => true,
+    () => false,
+  );
+}
+
+/** The port asked for, else the one used before when it is still free, else any free one. */
+async function pickPort(wanted: number | undefined, previous: number | undefined): Promise<number> {
+  if (wanted !== undefined) return wanted;
+  if (previous !== undefined && previous > 0 && (await isPortFree(previous))) return previous;
+  return freePort();
+}
+
+const registryPortOf = (info: LocalClusterInfo): number | undefined => (info.registryUrl ? Number(new URL(info.registryUrl).port) : undefined);
+
+/**
+ * Starts the broker (and registry) of `dir`, or whichever of them is not running. An earlier cluster's data
+ * and ports are kept (a port since taken by another process is replaced): topics survive a crashed broker and
+ * a `dev down`, and clients configured with the address reconnect. `fresh` stops what runs and wipes the
+ * directory first. A registry still running is kept, never started twice.
+ */
 export async function startLocalCluster(opts: StartOptions = {}): Promise<LocalClusterInfo> {
   const dir = resolve(opts.dir ?? defaultClusterDir());
-  const existing = readClusterInfo(dir);
-  if (existing && isAlive(existing.brokerPid)) {
-    return existing;
-  }
-  assertJava();
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  const brokerPort = opts.brokerPort ?? (await freePort());
-  const controllerPort = await freePort();
-  const registryPort = opts.registryPort ?? (await freePort());
-  await assertPortFree(brokerPort, 'the broker');
+  let existing = readClusterInfo(dir);
   const withRegistry = opts.withRegistry ?? true;
-  if (withRegistry) await assertPortFree(registryPort, 'the registry');
-  const registry = withRegistry ? startRegistry(dir, registryPort) : Promise.resolve({ pid: 0, url: '', startMs: 0 });
-  const security = opts.secure ? makeBrokerSecurity(dir) : undefined;
-  const [broker, reg] = await Promise.allSettled([startBroker(dir, brokerPort, controllerPort, security), registry]);
+  if (opts.fresh && existing) {
+    await stopLocalCluster(dir);
+    existing = undefined;
+  }
+  const brokerRuns = existing !== undefined && isAlive(existing.brokerPid);
+  const registryRuns = existing !== undefined && isAlive(existing.registryPid);
+  if (existing && brokerRuns && (registryRuns || !withRegistry)) return existing;
+  assertJava();
+  // A secure cluster's keystore and SCRAM users live in its data: it is reused only as what it was.
+  const reuse = existing !== undefined && !opts.fresh && (existing.secure !== undefined) === (opts.secure === true);
+  if (!reuse) {
+    if (existing) await stopLocalCluster(dir);
+    rmSync(dir, { recursive: true, force: true });
+    existing = undefined;
+  }
+  mkdirSync(dir, { recursive: true });
+  const brokerPort = brokerRuns && existing ? existing.brokerPort : await pickPort(opts.brokerPort, existing?.brokerPort);
+  const controllerPort = brokerRuns && existing ? existing.controllerPort : await pickPort(undefined, existing?.controllerPort);
+  if (!brokerRuns) await assertPortFree(brokerPort, 'the broker');
+  const startRegistryNow = withRegistry && !registryRuns;
+  const registryPort = startRegistryNow ? await pickPort(opts.registryPort, existing ? registryPortOf(existing) : undefined) : 0;
+  if (startRegistryNow) await assertPortFree(registryPort, 'the registry');
+  const registry = startRegistryNow ? startRegistry(dir, registryPort) : Promise.resolve(undefined);
+  const security = existing?.secure ? { info: existing.secure } : opts.secure ? makeBrokerSecurity(dir) : undefined;
+  const brokerStart = brokerRuns && existing ? Promise.resolve(undefined) : startBroker(dir, brokerPort, controllerPort, security);
+  const [broker, reg] = await Promise.allSettled([brokerStart, registry]);
   if (broker.status === 'rejected' || reg.status === 'rejected') {
-    if (broker.status === 'fulfilled') killQuietly(broker.value.pid);
-    if (reg.status === 'fulfilled') killQuietly(reg.value.pid);
+    if (broker.status === 'fulfilled' && broker.value) killQuietly(broker.value.pid);
+    if (reg.status === 'fulfilled' && reg.value) killQuietly(reg.value.pid);
     throw broker.status === 'rejected' ? broker.reason : (reg as PromiseRejectedResult).reason;
   }
+  const keptRegistry = registryRuns && existing ? { pid: existing.registryPid, url: existing.registryUrl, startMs: existing.registryStartMs } : undefined;
+  const registryNow = reg.value ?? keptRegistry ?? { pid: 0, url: '', startMs: 0 };
   const info: LocalClusterInfo = {
-    bootstrap: broker.value.bootstrap,
-    registryUrl: reg.value.url,
-    brokerPid: broker.value.pid,
-    registryPid: reg.value.pid,
+    bootstrap: broker.value?.bootstrap ?? existing!.bootstrap,
+    registryUrl: registryNow.url,
+    brokerPid: broker.value?.pid ?? existing!.brokerPid,
+    registryPid: registryNow.pid,
     dir,
     brokerLog: join(dir, 'broker.log'),
     registryLog: join(dir, 'registry.log'),
-    brokerStartMs: broker.value.startMs,
-    registryStartMs: reg.value.startMs,
+    brokerStartMs: broker.value?.startMs ?? existing!.brokerStartMs,
+    registryStartMs: registryNow.startMs,
     brokerPort,
     controllerPort,
     ...(security ? { secure: security.info } : {}),
@@ -332,12 +371,15 @@ export async function stopProcess(pid: number, graceMs = 15_000): Promise<void> 
   while (isAlive(pid)) await sleep(50);
 }
 
-/** Stops exactly the processes recorded in the cluster directory. */
+/**
+ * Stops exactly the processes recorded in the cluster directory. The record stays, without pids, so that
+ * the next start reuses the data and ports, and commands name the stopped cluster instead of none.
+ */
 export async function stopLocalCluster(dir = defaultClusterDir()): Promise<LocalClusterInfo | undefined> {
   const info = readClusterInfo(dir);
   if (!info) return undefined;
   await Promise.all([stopProcess(info.brokerPid), stopProcess(info.registryPid)]);
-  rmSync(infoFile(dir), { force: true });
+  writeClusterInfo({ ...info, brokerPid: 0, registryPid: 0 });
   return info;
 }
 

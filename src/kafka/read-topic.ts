@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingRecord } from '../core/records.ts';
+import type { Message } from '@confluentinc/kafka-javascript';
 import { connectConsumer, consumeBatch, disconnect, headerPairs, watermarks } from './clients.ts';
 import { partitionCounts, withAdmin, type ClientOptions } from './admin.ts';
 
@@ -12,6 +13,34 @@ export interface ReadTopicOptions {
   readonly clientOptions?: ClientOptions;
 }
 
+function incomingRecord(m: Message): IncomingRecord {
+  return {
+    topic: m.topic,
+    partition: m.partition,
+    offset: m.offset,
+    key: m.key === undefined || m.key === null ? null : Buffer.isBuffer(m.key) ? m.key : Buffer.from(m.key),
+    value: m.value,
+    timestamp: m.timestamp ?? 0,
+    headers: headerPairs(m.headers),
+  };
+}
+
+/** A consumer outside any group (never joined nor committed to) reading one topic. */
+function readerConfig(bootstrap: string, isolation: IsolationLevel, clientOptions: ClientOptions = {}): Record<string, string | number | boolean> {
+  return {
+    'bootstrap.servers': bootstrap,
+    // Never joined nor committed to, but librdkafka still looks up its coordinator: on a secured cluster the
+    // reader needs DESCRIBE on it, or passes a group it may use in clientOptions.
+    'group.id': `onceflow-reader-${randomUUID()}`,
+    'enable.auto.commit': false,
+    'enable.partition.eof': true,
+    'isolation.level': isolation,
+    'auto.offset.reset': 'earliest',
+    'fetch.wait.max.ms': 50,
+    ...clientOptions,
+  };
+}
+
 /**
  * Reads every partition of a topic from the beginning to its current end, without a group.
  * The end is the high watermark taken at the start; a read_committed reader stops short of it
@@ -21,18 +50,7 @@ export interface ReadTopicOptions {
 export async function readTopic(bootstrap: string, topic: string, opts: ReadTopicOptions = {}): Promise<IncomingRecord[]> {
   const counts = await withAdmin(bootstrap, (admin) => partitionCounts(admin, [topic]), opts.clientOptions);
   const partitions = counts.get(topic) ?? 0;
-  const consumer = await connectConsumer({
-    'bootstrap.servers': bootstrap,
-    // Never joined nor committed to, but librdkafka still looks up its coordinator: on a secured cluster the
-    // reader needs DESCRIBE on it, or passes a group it may use in clientOptions.
-    'group.id': `onceflow-reader-${randomUUID()}`,
-    'enable.auto.commit': false,
-    'enable.partition.eof': true,
-    'isolation.level': opts.isolation ?? 'read_committed',
-    'auto.offset.reset': 'earliest',
-    'fetch.wait.max.ms': 50,
-    ...opts.clientOptions,
-  });
+  const consumer = await connectConsumer(readerConfig(bootstrap, opts.isolation ?? 'read_committed', opts.clientOptions));
   const out: IncomingRecord[] = [];
   try {
     const pending = new Set<number>();
@@ -48,20 +66,38 @@ export async function readTopic(bootstrap: string, topic: string, opts: ReadTopi
       const batch = await consumeBatch(consumer, 10_000);
       if (batch.length > 0) idleSince = Date.now();
       else if (Date.now() - idleSince > idleMs) throw new Error(`reading ${topic}: partitions ${[...pending].join(', ')} gave nothing for ${idleMs} ms before their end`);
-      for (const m of batch) {
-        out.push({
-          topic: m.topic,
-          partition: m.partition,
-          offset: m.offset,
-          key: m.key === undefined || m.key === null ? null : Buffer.isBuffer(m.key) ? m.key : Buffer.from(m.key),
-          value: m.value,
-          timestamp: m.timestamp ?? 0,
-          headers: headerPairs(m.headers),
-        });
-      }
+      for (const m of batch) out.push(incomingRecord(m));
     }
   } finally {
     await disconnect(consumer);
   }
   return out;
+}
+
+export interface FollowTopicOptions {
+  /** From each partition's first record; otherwise only records written from now on. */
+  readonly fromBeginning: boolean;
+  readonly isolation: IsolationLevel;
+  readonly clientOptions?: ClientOptions;
+  /** Ends the stream (after the batch in hand). */
+  readonly signal?: AbortSignal;
+}
+
+/** librdkafka's logical offsets for an assignment. */
+const OFFSET_BEGINNING = -2;
+const OFFSET_END = -1;
+
+/** Every partition of a topic, record by record as they arrive, until the signal aborts or the caller stops iterating. */
+export async function* followTopic(bootstrap: string, topic: string, opts: FollowTopicOptions): AsyncGenerator<IncomingRecord> {
+  const counts = await withAdmin(bootstrap, (admin) => partitionCounts(admin, [topic]), opts.clientOptions);
+  const consumer = await connectConsumer({ ...readerConfig(bootstrap, opts.isolation, opts.clientOptions), 'enable.partition.eof': false, 'fetch.wait.max.ms': 100 });
+  try {
+    const start = opts.fromBeginning ? OFFSET_BEGINNING : OFFSET_END;
+    consumer.assign(Array.from({ length: counts.get(topic) ?? 0 }, (_, partition) => ({ topic, partition, offset: start })));
+    while (!opts.signal?.aborted) {
+      for (const m of await consumeBatch(consumer, 500)) yield incomingRecord(m);
+    }
+  } finally {
+    await disconnect(consumer);
+  }
 }

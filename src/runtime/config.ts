@@ -20,8 +20,12 @@ export const SECRET_OPTION = /(password|secret|token|key\.pem|sasl\.jaas)/i;
 
 export const workerConfigSchema = z
   .object({
-    bootstrap: z.string().min(1, 'is required (host:port[,host:port])'),
-    appId: z.string().regex(kafkaName, 'must match [a-zA-Z0-9._-]+ (it is the group id and transactional id prefix)').max(200),
+    bootstrap: z
+      .string({ error: (issue) => (issue.input === undefined ? 'is required: --bootstrap <host:port[,host:port]> or ONCEFLOW_BOOTSTRAP (`onceflow dev up` starts a local broker)' : undefined) })
+      .min(1, 'is required (host:port[,host:port])'),
+    appId: z
+      .string({ error: (issue) => (issue.input === undefined ? 'is required: --app-id <id> or ONCEFLOW_APP_ID (`run` takes the topology\'s)' : undefined) })
+      .regex(kafkaName, 'must match [a-zA-Z0-9._-]+ (it is the group id and transactional id prefix)').max(200),
     /**
      * Stable per replica (a pod name): the transactional id is `<appId>-<instanceId>`, so a restart fences
      * its own earlier incarnation. Unset, the worker claims one unique on its host (instance-id.ts).

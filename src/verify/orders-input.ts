@@ -1,4 +1,4 @@
-import { connectProducer, disconnect, flush } from '../kafka/clients.ts';
+import { produceRecords } from '../kafka/produce-records.ts';
 
 export interface OrderEvent {
   readonly eventId: string;
@@ -76,15 +76,5 @@ export function ordersInput(opts: OrdersInputOptions): InputRecord[] {
 
 /** Produces records with an idempotent producer and waits until all are acknowledged. */
 export async function produceAll(bootstrap: string, topic: string, records: readonly InputRecord<string | Buffer>[], clientOptions: Record<string, string | number | boolean> = {}): Promise<void> {
-  const producer = await connectProducer({ 'bootstrap.servers': bootstrap, 'enable.idempotence': true, 'linger.ms': 10, 'partitioner': 'murmur2_random', ...clientOptions });
-  try {
-    let i = 0;
-    for (const r of records) {
-      producer.produce(topic, null, Buffer.from(r.value), r.key, Date.now());
-      if (++i % 20_000 === 0) await flush(producer, 60_000);
-    }
-    await flush(producer, 60_000);
-  } finally {
-    await disconnect(producer);
-  }
+  await produceRecords(bootstrap, topic, records.map((r) => ({ key: Buffer.from(r.key), value: Buffer.from(r.value) })), clientOptions);
 }

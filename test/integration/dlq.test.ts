@@ -110,3 +110,32 @@ test('a crash during retries neither loses the record nor dead-letters it twice'
   assert.equal(dlq[0]?.headers.find((h) => h.key === 'onceflow.error.attempts')?.value.toString(), '3');
   assert.equal((await readTopic(bootstrap, names.output)).length, 0);
 });
+
+test('a replayed record that fails again updates its dead letter (attempts, failures) instead of adding one; --dry-run publishes nothing', async () => {
+  const { bootstrap } = testCluster();
+  const names = { input: uniqueName('flaky-in'), output: uniqueName('flaky-out'), appId: uniqueName('flaky') };
+  await createTopics(bootstrap, [{ name: names.input, partitions: 1 }, { name: names.output, partitions: 1 }]);
+  await produceAll(bootstrap, names.input, [{ key: 'k', value: 'always-fails' }]);
+  const attempts = join(mkdtempSync(join(tmpdir(), 'flaky-')), 'attempts');
+  const worker = await flakyRun('always', attempts, names);
+  const list = async () => JSON.parse(await onceflow('dlq', 'list', '--app-id', names.appId, '--bootstrap', bootstrap, '--json')) as { dlq: string; attempts: number; failures: number; time: string; key: string }[];
+  const deadLettered = async (n: number) => {
+    await eventually(() => worker.events.filter((e) => e.type === 'dead-lettered').length >= n, 90_000, `dead letter ${n}`);
+    await waitCaughtUp({ bootstrap, groupId: names.appId, plainTopics: [names.input] });
+  };
+  await deadLettered(1);
+  const first = await list();
+  assert.equal(first.length, 1);
+  assert.match(first[0]!.time, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'an ISO time, not epoch ms');
+
+  assert.match(await onceflow('dlq', 'replay', '--app-id', names.appId, '--bootstrap', bootstrap, '--dry-run'), /^would replay 1 record\(s\): 0\/0/);
+  assert.equal((await readTopic(bootstrap, names.input)).length, 1, 'a dry run publishes nothing');
+
+  for (const failures of [2, 3]) {
+    assert.match(await onceflow('dlq', 'replay', '--app-id', names.appId, '--bootstrap', bootstrap), /^replayed 1 record/);
+    await deadLettered(failures);
+    const entries = await list();
+    assert.equal(entries.length, 1, `one dead letter after ${failures - 1} failed replay(s)`);
+    assert.deepEqual({ failures: entries[0]!.failures, attempts: entries[0]!.attempts, key: entries[0]!.key }, { failures, attempts: 3 * failures, key: 'k' });
+  }
+});
