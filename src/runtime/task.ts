@@ -36,6 +36,8 @@ export interface TaskOptions {
    * within `budget` (shared by the worker's tasks) and `maxRecords` keys per aggregate. Default: none.
    */
   readonly cache?: { readonly budget?: CacheBudget; readonly maxRecords?: number } | undefined;
+  /** The global tables' rows, by store name, for global-table joins (the worker's or the test driver's). */
+  readonly globalRows?: (store: string) => { row(key: unknown): unknown } | undefined;
 }
 
 export interface ChangelogPartition {
@@ -80,6 +82,7 @@ export class Task {
       random: opts.random ?? Math.random,
       cache: recordCacheOptions(opts.cache),
       maxRecordBytes: opts.maxRecordBytes ?? maxRecordBytesFor(),
+      ...(opts.globalRows ? { globalRows: opts.globalRows } : {}),
     });
     if (opts.initialStreamTime !== undefined) this.#ctx.streamTime = opts.initialStreamTime;
     this.#committedStreamTime = this.#ctx.streamTime;
@@ -96,12 +99,12 @@ export class Task {
 
     const rt = new Map<string, RuntimeNode>();
     for (const n of sub.nodes) {
-      const node = createRuntimeNode(this.#ctx, n, (s) => this.#stores.get(s)!);
+      const node = createRuntimeNode(this.#ctx, n, (s) => this.#stores.get(s)!, (name) => rt.get(name)!);
       rt.set(n.name, node);
       if (n.kind === 'source' || n.kind === 'repartitionSource') this.#sources.set(n.topic!, node as SourceNode);
       if (n.stores.length > 0) this.#stateful.push(node);
     }
-    for (const n of sub.nodes) rt.get(n.name)!.children = n.children.map((c) => rt.get(c)!);
+    for (const n of sub.nodes) rt.get(n.name)!.children = n.children.map((c) => rt.get(c)!.inputFrom(n.name));
     this.#caching = this.#ctx.caching;
   }
 
