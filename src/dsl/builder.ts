@@ -241,16 +241,16 @@ export class Stream<K, V> {
   }
 
   /** As `join`, but a record without a row is joined with null. */
-  leftJoin<T, R>(table: Table<K, T> | Table<K | null, T>, joiner: (key: K, value: V, tableValue: T | null) => R, opts?: JoinOptions<R>): Stream<K, R>;
+  leftJoin<T, R>(table: Table<K, T> | Table<K | null, T>, joiner: (key: K, value: V, tableValue: NoInfer<T> | null) => R, opts?: JoinOptions<R>): Stream<K, R>;
   /** As `join`; a record without a match in its window is joined with null once its window closes. */
-  leftJoin<VO, R>(other: Stream<K, VO>, joiner: (key: K, value: V, otherValue: VO | null) => R, windows: JoinWindows, opts?: StreamJoinOptions<K, V, VO, R>): Stream<K, R>;
-  leftJoin<GK, GV, R>(table: GlobalTable<GK, GV>, keySelector: (key: K, value: V) => GK, joiner: (key: K, value: V, tableValue: GV | null) => R, opts?: JoinOptions<R>): Stream<K, R>;
+  leftJoin<VO, R>(other: Stream<K, VO>, joiner: (key: K, value: V, otherValue: NoInfer<VO> | null) => R, windows: JoinWindows, opts?: StreamJoinOptions<K, V, VO, R>): Stream<K, R>;
+  leftJoin<GK, GV, R>(table: GlobalTable<GK, GV>, keySelector: (key: K, value: V) => GK, joiner: (key: K, value: V, tableValue: NoInfer<GV> | null) => R, opts?: JoinOptions<R>): Stream<K, R>;
   leftJoin(other: Table<K | null, unknown> | Stream<K, unknown> | GlobalTable<unknown, unknown>, fn: unknown, third?: unknown, fourth?: unknown): Stream<K, unknown> {
     return this.#join('left', other, fn, third, fourth);
   }
 
   /** As the windowed `leftJoin`, for both sides: a record of either side without a match is joined with null once its window closes. */
-  outerJoin<VO, R>(other: Stream<K, VO>, joiner: (key: K, value: V | null, otherValue: VO | null) => R, windows: JoinWindows, opts?: StreamJoinOptions<K, V, VO, R>): Stream<K, R> {
+  outerJoin<VO, R>(other: Stream<K, VO>, joiner: (key: K, value: V | null, otherValue: NoInfer<VO> | null) => R, windows: JoinWindows, opts?: StreamJoinOptions<K, V, VO, R>): Stream<K, R> {
     return this.#join('outer', other, joiner, windows, opts) as Stream<K, R>;
   }
 
@@ -429,12 +429,12 @@ export class Table<K, V> {
   }
 
   /** A row for every key of this table, joined with the other's row or null. */
-  leftJoin<VO, R>(other: Table<K, VO>, joiner: (key: K, value: V, otherValue: VO | null) => R, opts?: JoinOptions<R>): Table<K, R> {
+  leftJoin<VO, R>(other: Table<K, VO>, joiner: (key: K, value: V, otherValue: NoInfer<VO> | null) => R, opts?: JoinOptions<R>): Table<K, R> {
     return this.#next({ kind: 'tableTableJoin', mode: 'left', joiner: joiner as JoinerFn }, opts, asSerde(opts?.value), [other.nodeIndex]);
   }
 
   /** A row for every key either table has; the missing side is null. */
-  outerJoin<VO, R>(other: Table<K, VO>, joiner: (key: K, value: V | null, otherValue: VO | null) => R, opts?: JoinOptions<R>): Table<K, R> {
+  outerJoin<VO, R>(other: Table<K, VO>, joiner: (key: K, value: V | null, otherValue: NoInfer<VO> | null) => R, opts?: JoinOptions<R>): Table<K, R> {
     return this.#next({ kind: 'tableTableJoin', mode: 'outer', joiner: joiner as JoinerFn }, opts, asSerde(opts?.value), [other.nodeIndex]);
   }
 }
