@@ -20,11 +20,24 @@ export class GlobalTableRows {
     return this.#rows.size;
   }
 
+  /** Rows whose value did not decode: skipped, since no transaction or record is there to dead-letter. */
+  undecodable = 0;
+
   /** Applies one record of the table's topic; a null value deletes the row. */
   apply(key: Buffer | null, value: Buffer | null): void {
     if (key === null) return;
-    if (value === null) this.#rows.delete(mapKey(key));
-    else this.#rows.set(mapKey(key), this.table.valueSerde.deserialize(value, this.#valueCtx));
+    if (value === null) {
+      this.#rows.delete(mapKey(key));
+      return;
+    }
+    let row: unknown;
+    try {
+      row = this.table.valueSerde.deserialize(value, this.#valueCtx);
+    } catch {
+      this.undecodable++;
+      return;
+    }
+    this.#rows.set(mapKey(key), row);
   }
 
   row(key: unknown): unknown {

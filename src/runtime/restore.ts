@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
-import { connectConsumer, consumeBatch, disconnect, watermarks, type RdConfig } from '../kafka/clients.ts';
+import { connectConsumer, consumeBatch, disconnect, READ_TO_END_CONFIG, watermarks, type RdConfig } from '../kafka/clients.ts';
 import type { RuntimeTask } from './worker-topology.ts';
 
 /**
@@ -31,11 +31,7 @@ export async function restoreTasks(
     // coordinator of any group.id, though this consumer only assigns and never joins or commits.
     'group.id': `onceflow-restore-${randomUUID()}`,
     ...clientConfig,
-    'enable.auto.commit': false,
-    'enable.partition.eof': true,
-    'isolation.level': 'read_committed',
-    'auto.offset.reset': 'earliest',
-    'fetch.wait.max.ms': 10,
+    ...READ_TO_END_CONFIG,
   });
   let restored = 0;
   try {

@@ -43,6 +43,8 @@ export class TaskManager {
   constructor(
     private readonly topology: RuntimeTopology,
     private readonly context: RuntimeContext,
+    /** The global tables' rows, which global-table joins read. */
+    private readonly globalRows?: (store: string) => { row(key: unknown): unknown } | undefined,
   ) {
     const { cacheMaxBytes, cacheMaxRecords } = context.config;
     this.cache = { budget: new CacheBudget(cacheMaxBytes), ...(cacheMaxRecords !== undefined ? { maxRecords: cacheMaxRecords } : {}) };
@@ -91,7 +93,7 @@ export class TaskManager {
           .filter((q) => q.partition === p.partition && this.subtopologyOf.get(q.topic) === sub)
           .map((q) => streamTimes.get(partitionKey(q.topic, q.partition)))
           .filter((t): t is number => t !== undefined);
-        const timeOption = { maxRecordBytes: this.maxRecordBytes, ...(resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {}) };
+        const timeOption = { maxRecordBytes: this.maxRecordBytes, ...(this.globalRows ? { globalRows: this.globalRows } : {}), ...(resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {}) };
         if (this.persistentState) {
           const state = new this.persistentState(join(config.stateDir, config.appId, config.instanceId, id));
           task = this.topology.createTask(sub, p.partition, { storeFactory: state.storeFactory, cache: this.cache, ...timeOption });
