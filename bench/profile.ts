@@ -68,8 +68,22 @@ try {
       '--import', 'tsx', 'src/cli/main.ts', 'run', onceflowTopologyFile(pipeline),
       '--app-id', appId, '--instance-id', 'profile', '--guarantee', flags.guarantee!, '--commit-interval-ms', '100', '--no-typecheck', '--events',
     ],
-    { env: { ...process.env, ONCEFLOW_BOOTSTRAP: BOOT, ...topicEnv(pipeline, input, output) }, stdio: ['ignore', 'ignore', 'inherit'] },
+    { env: { ...process.env, ONCEFLOW_BOOTSTRAP: BOOT, ...topicEnv(pipeline, input, output) }, stdio: ['ignore', 'pipe', 'ignore'] },
   );
+  // The worker's commit events: how much of the wall time the loop spent committing (waiting on the broker).
+  const commits = { count: 0, ms: 0, records: 0 };
+  let pending = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    const lines = (pending + chunk.toString()).split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) {
+      const e = JSON.parse(line) as { type?: string; ms?: number; records?: number };
+      if (e.type !== 'committed') continue;
+      commits.count++;
+      commits.ms += e.ms ?? 0;
+      commits.records += e.records ?? 0;
+    }
+  });
   const startedAt = Date.now();
   const group = new GroupOffsets(BOOT, appId);
   let doneAt: number | undefined;
@@ -100,12 +114,14 @@ try {
     wallSeconds: (doneAt - startedAt) / 1000,
     processCpuSeconds: cpuAtDone,
     processCpuMicrosPerRecord: cpuAtDone === undefined ? undefined : (cpuAtDone * 1e6) / records,
+    commits: { ...commits, meanMs: commits.count ? round(commits.ms / commits.count) : undefined, meanRecords: commits.count ? Math.round(commits.records / commits.count) : undefined },
     mainThreadMicrosPerRecord: Object.fromEntries(Object.entries(split.byCategory).map(([k, v]) => [k, round((v * 1000) / records)])),
     topFunctions: split.top,
     profile: join(dir, file),
   };
   const text = [
     `${pipeline} (${flags.guarantee}), ${records} records; wall ${report.wallSeconds.toFixed(1)} s incl. start-up; process CPU ${cpuAtDone?.toFixed(1)} s = ${report.processCpuMicrosPerRecord?.toFixed(1)} µs/record`,
+    `commits: ${commits.count}, ${(commits.ms / 1000).toFixed(1)} s in commit calls (mean ${report.commits.meanMs} ms, ${report.commits.meanRecords} records read per transaction)`,
     'main thread, µs per input record:',
     ...Object.entries(report.mainThreadMicrosPerRecord).sort((a, b) => b[1] - a[1]).map(([k, v]) => `  ${k.padEnd(22)} ${v.toFixed(1)}`),
     'top self-time functions (ms):',

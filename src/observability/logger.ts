@@ -99,7 +99,7 @@ export interface LoggingOptions {
 
 export interface AttachedLogging {
   readonly logger: Logger;
-  /** Writes the pending dead-letter summary now. */
+  /** Writes the pending summaries (dead letters, late records) now. */
   flush(): void;
   detach(): void;
 }
@@ -124,7 +124,24 @@ export function attachLogging(worker: ObservedWorker, root: Logger, options: Log
     pendingDlq.clear();
     pendingTotal = 0;
   };
-  const timer = setInterval(flush, summaryMs);
+  // Late records, per store: the first after a quiet period at once, the rest of a backlog summed up by the timer.
+  const pendingLate = new Map<string, { stage: string; records: number; maxLateByMs: number }>();
+  let lastLateAt = Number.NEGATIVE_INFINITY;
+  const flushLate = (): void => {
+    if (pendingLate.size === 0) return;
+    lastLateAt = Date.now();
+    for (const [store, late] of pendingLate) {
+      log.warn(
+        { event: 'late-record', store, stage: late.stage, records: late.records, maxLateByMs: late.maxLateByMs },
+        `${late.records} late record(s) dropped by ${late.stage}: up to ${late.maxLateByMs} ms past the grace period of store ${store}`,
+      );
+    }
+    pendingLate.clear();
+  };
+  const timer = setInterval(() => {
+    flush();
+    flushLate();
+  }, summaryMs);
   timer.unref();
 
   const onEvent = (e: WorkerEvent): void => {
@@ -159,8 +176,17 @@ export function attachLogging(worker: ObservedWorker, root: Logger, options: Log
         if (Date.now() - lastSummaryAt >= summaryMs) flush();
         break;
       }
+      case 'late-record': {
+        const late = pendingLate.get(e.store) ?? { stage: e.stage, records: 0, maxLateByMs: 0 };
+        late.records++;
+        late.maxLateByMs = Math.max(late.maxLateByMs, e.lateByMs);
+        pendingLate.set(e.store, late);
+        if (Date.now() - lastLateAt >= summaryMs) flushLate();
+        break;
+      }
       case 'stopped':
         flush();
+        flushLate();
         log.info({ event: e.type, ...(e.state === undefined ? {} : { state: e.state }) }, 'worker stopped');
         break;
       default:
@@ -173,12 +199,16 @@ export function attachLogging(worker: ObservedWorker, root: Logger, options: Log
   worker.on('transition', onTransition);
   return {
     logger: log,
-    flush,
+    flush() {
+      flush();
+      flushLate();
+    },
     detach() {
       worker.off('event', onEvent);
       worker.off('transition', onTransition);
       clearInterval(timer);
       flush();
+      flushLate();
     },
   };
 }

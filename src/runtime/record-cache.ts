@@ -4,6 +4,8 @@ import { endRecordWrites, type UndoEntry } from '../state/undo.ts';
 /** An aggregate result held back, with the input record that last changed it (its lineage and headers). */
 export interface CachedResult {
   readonly key: unknown;
+  /** The key as the store and this cache know it (state/store.ts mapKey of its bytes). */
+  readonly storeKey: string;
   readonly value: unknown;
   readonly record: IncomingRecord;
   /** What the result is sent with when released: shared by every result held back for `record`. */
@@ -60,6 +62,12 @@ export class RecordCache {
     // Re-inserted, not updated in place: Map order is then least recently updated first.
     if (prev !== undefined) this.#entries.delete(k);
     this.#entries.set(k, result);
+  }
+
+  /** Replaces the value held for `k`, in place and for good (no undo): it was changed where it should not have been. */
+  replaceValue(k: string, value: unknown): void {
+    const held = this.#entries.get(k);
+    if (held !== undefined) this.#entries.set(k, { ...held, value });
   }
 
   /** Removes and returns the least recently updated result. */

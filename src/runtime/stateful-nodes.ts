@@ -97,27 +97,50 @@ export class AggregateNode extends StatefulNode {
   readonly #spec = this.node.spec as Spec<'aggregate'>;
   readonly cache: RecordCache | undefined = this.ctx.env.cache && new RecordCache(this.ctx.env.cache.budget, this.ctx.env.cache.maxRecords);
 
+  readonly #decode = (bytes: Buffer): unknown => this.storeSpec.valueSerde.deserialize(bytes, this.valueCtx);
+
   /** Sends a held-back result downstream; the task has made its input record the current one. */
   release(result: CachedResult): Step {
+    // Stages downstream may change the object they are handed: the next update of the key decodes its bytes again.
+    this.store.forgetDecoded(result.storeKey);
     return this.forward(result.key, result.value);
   }
 
-  protected apply(key: unknown, value: unknown): Step {
+  protected apply(key: unknown, value: unknown, attempt: number): Step {
     if (key === null || key === undefined) {
       this.ctx.metrics.nullKeysDropped++;
       return;
     }
-    const serde = this.storeSpec.valueSerde;
     const kb = this.keyBytes(key);
-    const stored = this.store.get(kb);
-    const agg = stored === undefined ? this.#spec.init() : serde.deserialize(stored, this.valueCtx);
-    const next = this.checkSync(this.#spec.fn(key, value, agg));
-    const bytes = serde.serialize(next, this.valueCtx);
+    if (this.cache === undefined) {
+      const stored = this.store.get(kb);
+      const next = this.checkSync(this.#spec.fn(key, value, stored === undefined ? this.#spec.init() : this.#decode(stored)));
+      this.#write(kb, next, undefined);
+      return this.forward(key, next);
+    }
+    const storeKey = mapKey(kb);
+    try {
+      // The aggregate as this transaction last wrote it, not decoded again: a hot key is decoded once per commit.
+      const stored = this.store.getDecoded(kb, this.#decode, attempt > 1);
+      const next = this.checkSync(this.#spec.fn(key, value, stored === undefined ? this.#spec.init() : stored));
+      const bytes = this.#write(kb, next, next);
+      const cost = kb.length + (bytes?.length ?? 0) + CACHE_ENTRY_OVERHEAD_BYTES;
+      this.cache.put(storeKey, { key, storeKey, value: next, record: this.ctx.current, origin: this.ctx.releasedOrigin(), timestamp: this.ctx.timestamp, bytes: cost });
+    } catch (e) {
+      // The aggregator may have changed the held-back object in place before the record failed: back to the stored bytes.
+      const bytes = this.store.get(kb);
+      if (bytes !== undefined) this.cache.replaceValue(storeKey, this.#decode(bytes));
+      throw e;
+    }
+  }
+
+  /** Writes the aggregate's new value (a null encoding deletes it); `decoded` is kept for the next read of the key. */
+  #write(kb: Buffer, next: unknown, decoded: unknown): Buffer | null {
+    const bytes = this.storeSpec.valueSerde.serialize(next, this.valueCtx);
     if (bytes === null) this.store.delete(kb, this.ctx.timestamp);
-    else this.store.put(kb, bytes, this.ctx.timestamp);
-    if (this.cache === undefined) return this.forward(key, next);
-    const cost = kb.length + (bytes?.length ?? 0) + CACHE_ENTRY_OVERHEAD_BYTES;
-    this.cache.put(mapKey(kb), { key, value: next, record: this.ctx.current, origin: this.ctx.releasedOrigin(), timestamp: this.ctx.timestamp, bytes: cost });
+    else if (decoded === undefined) this.store.put(kb, bytes, this.ctx.timestamp);
+    else this.store.put(kb, bytes, this.ctx.timestamp, decoded);
+    return bytes;
   }
 }
 
@@ -161,6 +184,9 @@ export class WindowedAggregateNode extends StatefulNode {
     }
     if (updates.length === 0) {
       this.ctx.metrics.lateRecordsDropped++;
+      // how far behind the end of the grace period of the last window this record belongs to
+      const lastStart = starts.length > 0 ? Math.max(...starts) : this.ctx.timestamp;
+      this.ctx.env.onLateRecord?.({ stage: this.name, store: this.storeSpec.name, lateByMs: now - (lastStart + sizeMs + graceMs), record: this.ctx.current });
       if (this.#w.lateRecords === 'dead-letter') this.ctx.routeToDeadLetter('LATE_RECORD', `record at ${this.ctx.timestamp} is later than the grace period of every window it belongs to (stream time ${now})`, this.name);
       return;
     }

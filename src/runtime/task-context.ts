@@ -44,6 +44,17 @@ export interface TaskEnvironment {
   readonly maxRecordBytes: number;
   /** The rows of each global table, by store name; read-only to the task. */
   readonly globalRows?: (store: string) => { row(key: unknown): unknown } | undefined;
+  /** Told of each record a windowed aggregate drops as too late (the worker logs them, rate-limited). */
+  readonly onLateRecord?: ((late: LateRecord) => void) | undefined;
+}
+
+/** A record behind the grace period of every window it belongs to. */
+export interface LateRecord {
+  readonly stage: string;
+  readonly store: string;
+  /** How far stream time is past the close of the last window the record belongs to. */
+  readonly lateByMs: number;
+  readonly record: IncomingRecord;
 }
 
 const MAX_STACK = 8192;

@@ -1,3 +1,4 @@
+import type { LateRecord } from './task-context.ts';
 import { join } from 'node:path';
 import { CacheBudget } from './record-cache.ts';
 import { watermarks } from '../kafka/clients.ts';
@@ -51,6 +52,10 @@ export class TaskManager {
     for (const sub of topology.subtopologies) for (const t of sub.sourceTopics) this.subtopologyOf.set(t, sub.id);
   }
 
+  readonly onLateRecord = (late: LateRecord): void => {
+    this.context.emit({ type: 'late-record', stage: late.stage, store: late.store, lateByMs: late.lateByMs, topic: late.record.topic, partition: late.record.partition, offset: late.record.offset });
+  };
+
   async loadStateStore(): Promise<void> {
     if (this.context.config.stateStore === 'persistent') this.persistentState = (await import('../state/lmdb-store.ts')).PersistentTaskState;
   }
@@ -93,7 +98,7 @@ export class TaskManager {
           .filter((q) => q.partition === p.partition && this.subtopologyOf.get(q.topic) === sub)
           .map((q) => streamTimes.get(partitionKey(q.topic, q.partition)))
           .filter((t): t is number => t !== undefined);
-        const timeOption = { maxRecordBytes: this.maxRecordBytes, ...(this.globalRows ? { globalRows: this.globalRows } : {}), ...(resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {}) };
+        const timeOption = { maxRecordBytes: this.maxRecordBytes, onLateRecord: this.onLateRecord, ...(this.globalRows ? { globalRows: this.globalRows } : {}), ...(resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {}) };
         if (this.persistentState) {
           const state = new this.persistentState(join(config.stateDir, config.appId, config.instanceId, id));
           task = this.topology.createTask(sub, p.partition, { storeFactory: state.storeFactory, cache: this.cache, ...timeOption });

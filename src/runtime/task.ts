@@ -6,7 +6,7 @@ import { windowStoreKey, splitWindowStoreKey } from '../state/windowed.ts';
 import type { Windowed } from '../dsl/types.ts';
 import { createRuntimeNode, TaskContext, type CachingNode, type RuntimeNode, type SourceNode, type Step, type TaskMetrics } from './task-nodes.ts';
 import { CacheBudget, type CachedResult } from './record-cache.ts';
-import type { RecordCacheOptions } from './task-context.ts';
+import type { RecordCacheOptions, TaskEnvironment } from './task-context.ts';
 import { StageFailure, TaskBusyError, UnknownSourceTopicError, UnknownStoreError, UnknownSubtopologyError } from './task-errors.ts';
 import { maxRecordBytesFor } from '../core/record-size.ts';
 
@@ -38,6 +38,8 @@ export interface TaskOptions {
   readonly cache?: { readonly budget?: CacheBudget; readonly maxRecords?: number } | undefined;
   /** The global tables' rows, by store name, for global-table joins (the worker's or the test driver's). */
   readonly globalRows?: (store: string) => { row(key: unknown): unknown } | undefined;
+  /** Told of each record a windowed aggregate drops as too late. */
+  readonly onLateRecord?: TaskEnvironment['onLateRecord'];
 }
 
 export interface ChangelogPartition {
@@ -83,6 +85,7 @@ export class Task {
       cache: recordCacheOptions(opts.cache),
       maxRecordBytes: opts.maxRecordBytes ?? maxRecordBytesFor(),
       ...(opts.globalRows ? { globalRows: opts.globalRows } : {}),
+      onLateRecord: opts.onLateRecord,
     });
     if (opts.initialStreamTime !== undefined) this.#ctx.streamTime = opts.initialStreamTime;
     this.#committedStreamTime = this.#ctx.streamTime;

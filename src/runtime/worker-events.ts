@@ -30,6 +30,8 @@ export type WorkerEvent =
   | { type: 'aborted'; reason: string }
   | { type: 'fenced'; reason: string }
   | { type: 'dead-lettered'; stage: string; code: string; topic: string; partition: number; offset: number }
+  /** A windowed aggregate dropped the record: stream time is `lateByMs` past the grace period of its last window. */
+  | { type: 'late-record'; stage: string; store: string; lateByMs: number; topic: string; partition: number; offset: number }
   /** state: how the loop ended (absent from stand-ins that do not track it). */
   | { type: 'stopped'; state?: 'STOPPED' | 'FAILED' };
 

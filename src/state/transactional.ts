@@ -5,10 +5,15 @@ import { checkRecordSize } from '../core/record-size.ts';
 
 const NO_HEADERS: readonly [] = [];
 
+/** A buffered value whose decoded form is not known (decoded values may be anything, undefined included). */
+const NOT_DECODED: unique symbol = Symbol('not decoded');
+
 interface Pending {
   readonly key: Buffer;
   /** null: deleted in this transaction. */
   readonly value: Buffer | null;
+  /** `value` decoded, as written or as last read: a key updated many times per commit is decoded once. */
+  decoded: unknown;
   /** Of the last write: the changelog record carries it. */
   readonly timestamp: number;
   /** Already handed to the changelog by flushChangelog; a later write replaces the entry with an unlogged one. */
@@ -46,19 +51,42 @@ export class TransactionalStore {
     return this.committed.get(key);
   }
 
-  put(key: Buffer, value: Buffer, timestamp: number): void {
-    this.#write(key, value, timestamp);
+  /**
+   * The value of `key`, decoded with `decode`: the object this transaction wrote or decoded before
+   * when there is one. Stages must not change what they are handed in place unless they write it back:
+   * `fresh` (a retried call, which may have changed it before failing) decodes from the bytes again.
+   */
+  getDecoded(key: Buffer, decode: (bytes: Buffer) => unknown, fresh: boolean): unknown {
+    const p = this.#buffer.get(mapKey(key));
+    if (p === undefined) {
+      const committed = this.committed.get(key);
+      return committed === undefined ? undefined : decode(committed);
+    }
+    if (p.value === null) return undefined;
+    if (fresh || p.decoded === NOT_DECODED) p.decoded = decode(p.value);
+    return p.decoded;
+  }
+
+  /** `decoded`: what `value` decodes to, kept for the next getDecoded of the key in this transaction. */
+  put(key: Buffer, value: Buffer, timestamp: number, decoded: unknown = NOT_DECODED): void {
+    this.#write(key, value, timestamp, decoded);
+  }
+
+  /** The decoded value of a key (by its mapKey) may be changed by whoever it was handed to: decode the bytes next time. */
+  forgetDecoded(storeKey: string): void {
+    const p = this.#buffer.get(storeKey);
+    if (p !== undefined) p.decoded = NOT_DECODED;
   }
 
   delete(key: Buffer, timestamp: number): void {
-    this.#write(key, null, timestamp);
+    this.#write(key, null, timestamp, NOT_DECODED);
   }
 
-  #write(key: Buffer, value: Buffer | null, timestamp: number): void {
+  #write(key: Buffer, value: Buffer | null, timestamp: number, decoded: unknown): void {
     checkRecordSize(this.changelogTopic, key, value, NO_HEADERS, this.maxRecordBytes);
     const k = mapKey(key);
     this.#undo.push({ k, prev: this.#buffer.get(k) });
-    this.#buffer.set(k, { key, value, timestamp, logged: false });
+    this.#buffer.set(k, { key, value, decoded, timestamp, logged: false });
   }
 
   /**
@@ -86,6 +114,8 @@ export class TransactionalStore {
 
   endRecord(ok: boolean): void {
     endRecordWrites(this.#buffer, this.#undo, ok);
+    // A failed record's stage may have changed a decoded object in place before failing: back to the bytes.
+    if (!ok) for (const p of this.#buffer.values()) p.decoded = NOT_DECODED;
   }
 
   commit(): void {

@@ -111,7 +111,10 @@ test('invalid values fail in parseWorkerConfig naming the field and what it acce
   assert.match(issues({ ONCEFLOW_KAFKA_GROUP_ID: 'other' }), /kafka\.group\.id is set by onceflow itself/);
   assert.match(issues({ ONCEFLOW_CACHE_MAX_RECORDS: '-1' }), /cacheMaxRecords .*>=0/);
   assert.match(issues({}, { cacheMaxRecords: '2.5' }), /cacheMaxRecords .*int/);
-  assert.equal(loadWorkerConfig({ env: base }).cacheMaxRecords, 0, 'off unless asked for');
+  const defaults = loadWorkerConfig({ env: base });
+  assert.equal(defaults.cacheMaxBytes, 10 * 1024 * 1024, 'the record cache is on by default, sized in bytes as in Kafka Streams');
+  assert.equal(defaults.cacheMaxRecords, undefined, 'no record-count bound unless asked for');
+  assert.match(issues({ ONCEFLOW_CACHE_MAX_BYTES: '-5' }), /cacheMaxBytes .*>=0/);
   assert.equal(loadWorkerConfig({ env: base, flags: { cacheMaxRecords: '10000' } }).cacheMaxRecords, 10_000);
   const fileWithTypo = file('typo.yaml', 'bootstrap: b:9092\nappId: a\ncommitIntervallMs: 5\n');
   assert.throws(() => loadWorkerConfig({ file: fileWithTypo, env: {} }), (e: unknown) => e instanceof ConfigError && /commitIntervallMs/.test(e.message));

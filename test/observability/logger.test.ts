@@ -72,6 +72,29 @@ test('a dead-letter burst is one warn line now and one summary later, not a line
   att.detach();
 });
 
+test('late records are one warn line per store now and one summary later, naming the store and how late', () => {
+  const w = new FakeWorker();
+  const { json, logger } = capture('info');
+  const att = attachLogging(w, logger, { dlqSummaryMs: 3_600_000 });
+  const late = (offset: number, lateByMs: number) => ({ type: 'late-record', stage: 'KSTREAM-AGGREGATE-0000000004', store: 'clicks-per-minute', lateByMs, topic: 'clicks', partition: 1, offset }) as const;
+  w.send(late(0, 500));
+  for (let i = 1; i <= 20; i++) w.send(late(i, 1000 * i));
+  assert.equal(json().length, 1, 'the first late record is reported at once');
+  att.flush();
+  const recs = json();
+  assert.equal(recs.length, 2);
+  for (const r of recs) {
+    assert.equal(r.level, 'warn');
+    assert.equal(r.event, 'late-record');
+    assert.equal(r.store, 'clicks-per-minute');
+    assert.match(String(r.msg), /clicks-per-minute/);
+  }
+  assert.equal(recs[0]?.maxLateByMs, 500);
+  assert.equal(recs[1]?.records, 20);
+  assert.equal(recs[1]?.maxLateByMs, 20_000);
+  att.detach();
+});
+
 test('a password in the config appears in no log line, in JSON or pretty mode, and in no config error message', () => {
   for (const pretty of [false, true]) {
     const w = new FakeWorker({ kafka: { 'security.protocol': 'SASL_SSL', 'sasl.username': 'svc', 'sasl.password': PASSWORD, 'sasl.jaas.config': JAAS, 'ssl.key.password': `${PASSWORD}-key` } });

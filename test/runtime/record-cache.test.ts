@@ -144,3 +144,58 @@ test('the driver with the cache: one output per key per commit, the same final c
   assert.ok(perLine.length < every.length);
   assert.deepEqual(new Map(perLine), new Map(every));
 });
+
+/** A per-key tally an aggregator changes in place, as plain JavaScript invites; it throws on a negative amount after changing it. */
+function tallyApp() {
+  const app = new TopologyBuilder({ appId: 'rc-tally' });
+  const totals = app
+    .stream('in', { key: stringSerde, value: jsonSerde<number>() })
+    .groupByKey()
+    .aggregate(
+      () => ({ sum: 0, count: 0 }),
+      (_k, v, t) => {
+        t.sum += v;
+        t.count += 1;
+        if (v < 0) throw new Error('negative amount');
+        return t;
+      },
+      { state: jsonSerde<{ sum: number; count: number }>(), name: 'tally' },
+    )
+    .toStream();
+  totals
+    .mapValues(
+      (t) => {
+        // a downstream stage that changes the object it is handed: the store must not see it
+        t.sum = -1;
+        return t;
+      },
+      { name: 'vandal', value: jsonSerde<{ sum: number; count: number }>() },
+    )
+    .to('out', { key: stringSerde, value: jsonSerde<{ sum: number; count: number }>() });
+  return app;
+}
+
+test('an aggregate kept decoded within a transaction: a failed in-place change and a downstream change leave store and output right', () => {
+  const task = createTask(compile(tallyApp()), 0, 0, { cache: { maxRecords: 100 } });
+  const { changelog, out, sent } = collect();
+  const outputs = () => sent.filter((r) => r.topic === 'out').map((r) => r.value?.toString());
+  for (const r of [rec('a', 1), rec('a', 2), rec('a', -50)]) task.process(r, out);
+  assert.deepEqual(task.get('tally', 'a'), { sum: 3, count: 2 }, 'the failed record changed nothing');
+  task.prepareCommit(out);
+  assert.deepEqual(changelog.map((r) => r.value?.toString()), ['{"sum":3,"count":2}']);
+  assert.deepEqual(outputs(), ['{"sum":-1,"count":2}'], 'the held-back result is the one before the failed record');
+  task.commit();
+  sent.length = 0;
+  changelog.length = 0;
+  // within one transaction: a failure between updates, and the released object changed downstream at the commit
+  for (const r of [rec('a', 10), rec('a', -1), rec('a', 20)]) task.process(r, out);
+  assert.deepEqual(task.get('tally', 'a'), { sum: 33, count: 4 });
+  task.prepareCommit(out);
+  task.commit();
+  task.process(rec('a', 1), out);
+  sent.length = 0;
+  changelog.length = 0;
+  task.prepareCommit(out);
+  assert.deepEqual(changelog.map((r) => r.value?.toString()), ['{"sum":34,"count":5}']);
+  assert.deepEqual(outputs(), ['{"sum":-1,"count":5}']);
+});
