@@ -36,7 +36,7 @@ export interface TopologyDescription {
       readonly globalStore?: string;
     }[];
   }[];
-  readonly stores: readonly { readonly name: string; readonly kind: string; readonly node: string; readonly subtopology: number; readonly changelogTopic: string; readonly window?: { readonly type: string; readonly sizeMs: number; readonly advanceMs: number; readonly graceMs: number; readonly emitFinal: boolean } }[];
+  readonly stores: readonly { readonly name: string; readonly kind: string; readonly node: string; readonly subtopology: number; readonly changelogTopic: string; readonly sourceTopicChangelog?: boolean; readonly window?: { readonly type: string; readonly sizeMs: number; readonly advanceMs: number; readonly graceMs: number; readonly emitFinal: boolean } }[];
   readonly topics: CompiledTopology['topics'];
   /** Each join's inputs, which must have the same partition count, key encoding and partitioner. */
   readonly copartitionGroups: CompiledTopology['copartitionGroups'];
@@ -78,6 +78,7 @@ export function describeJson(c: CompiledTopology): TopologyDescription {
       node: s.node,
       subtopology: s.subtopology,
       changelogTopic: s.changelogTopic,
+      ...(s.sourceTopicChangelog ? { sourceTopicChangelog: true } : {}),
       ...(s.window ? { window: { type: s.window.type, sizeMs: s.window.sizeMs, advanceMs: s.window.advanceMs, graceMs: s.window.graceMs, emitFinal: s.window.emitFinal } } : {}),
     })),
     topics: c.topics,
@@ -110,7 +111,7 @@ export function describeText(c: CompiledTopology): string {
   if (c.stores.size === 0) lines.push('  (none)');
   for (const s of c.stores.values()) {
     const w = s.window ? `, ${s.window.type} window size ${s.window.sizeMs}ms advance ${s.window.advanceMs}ms grace ${s.window.graceMs}ms${s.window.emitFinal ? ', emit final' : ''}` : '';
-    lines.push(`  ${s.name} (${s.kind}, node ${s.node}, sub-topology ${s.subtopology}, changelog ${s.changelogTopic}${w})`);
+    lines.push(`  ${s.name} (${s.kind}, node ${s.node}, sub-topology ${s.subtopology}, changelog ${s.changelogTopic}${s.sourceTopicChangelog ? ' (its source topic)' : ''}${w})`);
   }
   if (c.globalTables.length > 0) {
     lines.push('Global tables (read whole by every worker, outside the transaction):');

@@ -145,14 +145,15 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
     if (names.has(name)) throw new DuplicateNodeNameError(name, loc(name));
     names.add(name);
   };
-  const addStore = (node: WorkNode, name: string, kind: StoreKind, keySerde: Serde<unknown>, valueSerde: Serde<unknown>, window?: WindowSpec): void => {
+  /** `sourceTopic`: a table read straight from a topic uses that topic as its changelog. */
+  const addStore = (node: WorkNode, name: string, kind: StoreKind, keySerde: Serde<unknown>, valueSerde: Serde<unknown>, window?: WindowSpec, sourceTopic?: string): void => {
     const owner = storeOwners.get(name);
     if (owner !== undefined) throw new StoreSharedError(name, owner, loc(node.name));
     storeOwners.set(name, node.name);
-    const changelogTopic = `${appId}-${name}-changelog`;
+    const changelogTopic = sourceTopic ?? `${appId}-${name}-changelog`;
     checkTopic(changelogTopic, node.name);
     node.stores.push(name);
-    stores.push({ name, kind, node: node.name, subtopology: -1, changelogTopic, keySerde, valueSerde, ...(window ? { window } : {}) });
+    stores.push({ name, kind, node: node.name, subtopology: -1, changelogTopic, keySerde, valueSerde, ...(window ? { window } : {}), ...(sourceTopic !== undefined ? { sourceTopicChangelog: true } : {}) });
   };
   const requireSerde = <T>(serde: Serde<T> | undefined, what: string, hint: string, node: string): Serde<T> => {
     if (!serde) throw new MissingSerdeError(what, hint, loc(node));
@@ -219,7 +220,8 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
         const value = requireSerde(def.valueSerde, 'the value of the table', 'pass toTable({ value }); the stream lost its value serde at a mapValues/map/flatMap', name);
         if (parent.keyChanged) node.parents = [repartition(node, parent, store, key, value, def.index)];
         node.keyChanged = false;
-        addStore(node, store, 'key-value', key, value);
+        const tableSource = parent.spec.kind === 'source' && parent.spec.table === true ? parent.spec.topic : undefined;
+        addStore(node, store, 'key-value', key, value, undefined, tableSource);
         break;
       }
       case 'tableFilter':
@@ -403,7 +405,7 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
   for (const g of globalTables) addTopic({ name: g.topic, kind: 'source', internal: false, cleanupPolicy: 'delete' });
   for (const n of compiledNodes) if (n.kind === 'sink') addTopic({ name: n.topic!, kind: 'sink', internal: false, cleanupPolicy: 'delete' });
   for (const n of compiledNodes) if (n.kind === 'repartitionSource') addTopic({ name: n.topic!, kind: 'repartition', internal: true, cleanupPolicy: 'delete', subtopology: n.subtopology });
-  for (const s of finalStores) addTopic({ name: s.changelogTopic, kind: 'changelog', internal: true, cleanupPolicy: 'compact', subtopology: s.subtopology });
+  for (const s of finalStores) if (!s.sourceTopicChangelog) addTopic({ name: s.changelogTopic, kind: 'changelog', internal: true, cleanupPolicy: 'compact', subtopology: s.subtopology });
   addTopic({ name: deadLetterTopic, kind: 'dead-letter', internal: bopts.deadLetterTopic === undefined, cleanupPolicy: 'delete' });
 
   return new CompiledTopology({

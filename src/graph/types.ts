@@ -71,6 +71,11 @@ export interface CompiledStore {
   /** Serde of stored values: aggregate state, versions, first-seen times. */
   readonly valueSerde: Serde<unknown>;
   readonly window?: WindowSpec;
+  /**
+   * The changelog is the table's own source topic (builder.table): nothing is written to it, and a
+   * restore reads it up to the offset the group committed, which is where the store's state stands.
+   */
+  readonly sourceTopicChangelog?: boolean;
 }
 
 export interface CompiledSubtopology {

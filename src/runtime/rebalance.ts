@@ -89,7 +89,7 @@ export class RebalanceHandler {
       } else {
         const streamTimes = await this.loadCommitted(event.partitions);
         const fresh = this.tasks.addSources(event.partitions, streamTimes);
-        await this.tasks.restore(fresh);
+        await this.tasks.restore(fresh, (topic, partition) => this.progress.committed.get(partitionKey(topic, partition)));
         assignmentChanges(consumer).add(event.partitions.map((p) => this.progress.assignAt(p)));
         this.context.emit({ type: 'assigned', partitions: names });
       }

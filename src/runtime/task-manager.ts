@@ -7,7 +7,7 @@ import type { PartitionRef } from './partition-progress.ts';
 import { partitionKey } from './partition-progress.ts';
 import type { CommitCollector } from './records.ts';
 import { maxRecordBytesFor } from './record-size.ts';
-import { restoreTasks, type RestoreStart } from './restore.ts';
+import { restoreTasks, type RestoreEnd, type RestoreStart } from './restore.ts';
 import type { RuntimeContext } from './runtime-context.ts';
 import { taskId } from './task.ts';
 import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
@@ -126,7 +126,8 @@ export class TaskManager {
     return task;
   }
 
-  async restore(tasks: RuntimeTask[]): Promise<void> {
+  /** `committedOf`: the group's committed offset of a source partition, where a table read from that topic is restored up to. */
+  async restore(tasks: RuntimeTask[], committedOf: (topic: string, partition: number) => number | undefined = () => undefined): Promise<void> {
     if (tasks.length === 0 || tasks.every((t) => t.changelogs.length === 0)) return;
     const started = Date.now();
     let fromCheckpoint = 0;
@@ -135,7 +136,8 @@ export class TaskManager {
       if (offset > c.low) fromCheckpoint++;
       return offset;
     };
-    const records = await restoreTasks({ ...this.context.clientConfig(), 'group.id': this.context.config.appId }, tasks, start, (config) => this.context.clients.consumer(config));
+    const end: RestoreEnd = (_task, c) => (c.sourceTopic ? (committedOf(c.topic, c.partition) ?? 0) : undefined);
+    const records = await restoreTasks({ ...this.context.clientConfig(), 'group.id': this.context.config.appId }, tasks, start, (config) => this.context.clients.consumer(config), end);
     for (const task of tasks) this.persistentStates.get(task)?.startProcessing();
     this.context.stats.restoredRecords += records;
     this.context.emit({ type: 'restored', records, ms: Date.now() - started, fromCheckpoint });
@@ -153,7 +155,8 @@ export class TaskManager {
     let offsets: ChangelogOffset[] | undefined;
     if (clean && consumer && this.lastTransactionCommitted) {
       try {
-        offsets = await Promise.all(task.changelogs.map(async (c) => ({ topic: c.topic, partition: c.partition, offset: (await watermarks(consumer, c.topic, c.partition, 10_000)).high })));
+        // a table's source topic is never checkpointed: its end is not where the store stands, the committed offset is
+        offsets = await Promise.all(task.changelogs.filter((c) => !c.sourceTopic).map(async (c) => ({ topic: c.topic, partition: c.partition, offset: (await watermarks(consumer, c.topic, c.partition, 10_000)).high })));
       } catch {
         // No checkpoint then: the next start rebuilds from the changelog, which is slower but exact.
       }

@@ -46,6 +46,8 @@ export interface ChangelogPartition {
   readonly store: string;
   readonly topic: string;
   readonly partition: number;
+  /** The table's source topic: restored up to the group's committed offset, never written, never checkpointed. */
+  readonly sourceTopic?: boolean;
 }
 
 const realSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -66,6 +68,8 @@ export class Task {
   readonly #sources = new Map<string, SourceNode>();
   readonly #stores = new Map<string, { store: TransactionalStore; spec: CompiledStore }>();
   readonly #storeList: TransactionalStore[] = [];
+  /** Stores whose writes go to a changelog of their own (a table read from a topic has its topic instead). */
+  readonly #loggedStores: readonly TransactionalStore[];
   readonly #stateful: RuntimeNode[] = [];
   readonly #caching: readonly CachingNode[];
   #committedStreamTime: number;
@@ -98,7 +102,11 @@ export class Task {
       this.#stores.set(name, { store, spec });
       this.#storeList.push(store);
     }
-    this.changelogs = sub.stores.map((s) => ({ store: s, topic: this.#stores.get(s)!.spec.changelogTopic, partition }));
+    this.changelogs = sub.stores.map((s) => {
+      const spec = this.#stores.get(s)!.spec;
+      return { store: s, topic: spec.changelogTopic, partition, ...(spec.sourceTopicChangelog ? { sourceTopic: true } : {}) };
+    });
+    this.#loggedStores = this.#storeList.filter((s) => !this.#stores.get(s.name)!.spec.sourceTopicChangelog);
 
     const rt = new Map<string, RuntimeNode>();
     for (const n of sub.nodes) {
@@ -299,7 +307,7 @@ export class Task {
   }
 
   #flushChangelogs(out: CommitCollector): void {
-    for (const s of this.#storeList) s.flushChangelog(out.changelog);
+    for (const s of this.#loggedStores) s.flushChangelog(out.changelog);
   }
 
   /** The transaction committed: buffered store writes become the committed state. */

@@ -36,7 +36,7 @@ export interface RuntimeTopic {
 }
 
 export interface RuntimeTask {
-  readonly changelogs: readonly { readonly store: string; readonly topic: string; readonly partition: number }[];
+  readonly changelogs: readonly { readonly store: string; readonly topic: string; readonly partition: number; readonly sourceTopic?: boolean }[];
   restore(store: string, key: Buffer, value: Buffer | null): void;
   process(record: IncomingRecord, collector: RecordCollector): void | Promise<void>;
   /** Emits what the task holds back until its transaction commits (cached results, changelog records); tasks without stores may omit it. */
