@@ -26,14 +26,33 @@ export function customerIdOf(_orderId: string | null, order: EnrichmentOrder): s
 }
 
 /** The joiner: key first, then the order, then the customer row as of the order's processing. */
-export function enrich(_customerId: string, order: EnrichmentOrder, customer: Customer): EnrichedOrder {
+export function enrich(_customerId: string | null, order: EnrichmentOrder, customer: Customer): EnrichedOrder {
   return { ...order, segment: customer.segment, customerVersion: customer.version };
 }
 
-export function segmentOf(_customerId: string, order: EnrichedOrder): string {
+export function segmentOf(_customerId: string | null, order: EnrichedOrder): string {
   return order.segment;
 }
 
-export function addAmount(_segment: string, order: EnrichedOrder, total: number): number {
+export function addAmount(_segment: string | null, order: EnrichedOrder, total: number): number {
   return total + order.amount;
+}
+
+/** One topic carrying both, keyed by customer id: a customer update or an order, in the order they happened. */
+export type EnrichmentEvent = ({ readonly type: 'customer' } & Customer) | ({ readonly type: 'order' } & EnrichmentOrder);
+
+export function isCustomerEvent(_customerId: string | null, event: EnrichmentEvent): boolean {
+  return event.type === 'customer';
+}
+
+export function isOrderEvent(_customerId: string | null, event: EnrichmentEvent): boolean {
+  return event.type === 'order';
+}
+
+export function asCustomer(event: EnrichmentEvent): Customer {
+  return event as Customer;
+}
+
+export function asOrder(event: EnrichmentEvent): EnrichmentOrder {
+  return event as EnrichmentOrder;
 }

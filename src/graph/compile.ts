@@ -392,7 +392,8 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
   // A task reads partition N of every topic of its sub-topology, so a join's sides meet only if those topics are co-partitioned.
   const copartitionGroups: CoPartitionGroup[] = compiledNodes
     .filter((n) => JOIN_KINDS.has(n.kind))
-    .map((n) => ({ join: n.name, subtopology: n.subtopology, topics: subtopologies[n.subtopology]!.sourceTopics }));
+    .map((n) => ({ join: n.name, subtopology: n.subtopology, topics: subtopologies[n.subtopology]!.sourceTopics }))
+    .filter((g) => g.topics.length > 1);
 
   const topics: TopicRequirement[] = [];
   const seen = new Set<string>();
