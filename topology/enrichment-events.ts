@@ -1,6 +1,7 @@
 import { TopologyBuilder } from '../src/dsl/builder.ts';
 import { jsonSerde, stringSerde } from '../src/serdes/index.ts';
-import { addAmount, asCustomer, asOrder, enrich, isCustomerEvent, isOrderEvent, segmentOf, type Customer, type EnrichedOrder, type EnrichmentEvent, type EnrichmentOrder } from '../processors/enrichment.ts';
+import { sumPerSegment } from './enrichment.ts';
+import { asCustomer, asOrder, enrich, isCustomerEvent, isOrderEvent, type Customer, type EnrichedOrder, type EnrichmentEvent, type EnrichmentOrder } from '../processors/enrichment.ts';
 
 export interface EnrichmentEventsOptions {
   readonly input?: string;
@@ -22,13 +23,8 @@ export function enrichmentEventsTopology(opts: EnrichmentEventsOptions = {}): To
   const events = app.stream(o.input, { key: stringSerde, value: jsonSerde<EnrichmentEvent>() });
   const { customer, order } = events.branch({ customer: isCustomerEvent, order: isOrderEvent });
   const customers = customer.mapValues(asCustomer, { value: jsonSerde<Customer>() }).toTable({ name: 'customers', store: 'customers' });
-  order
-    .mapValues(asOrder, { value: jsonSerde<EnrichmentOrder>() })
-    .join(customers, enrich, { name: 'enrich', value: jsonSerde<EnrichedOrder>() })
-    .groupBy(segmentOf, { key: stringSerde })
-    .aggregate(() => 0, addAmount, { state: jsonSerde<number>(), name: 'segment-totals' })
-    .toStream()
-    .to(o.output, { value: jsonSerde<number>() });
+  const enriched = order.mapValues(asOrder, { value: jsonSerde<EnrichmentOrder>() }).join(customers, enrich, { name: 'enrich', value: jsonSerde<EnrichedOrder>() });
+  sumPerSegment(enriched, o.output);
   return app;
 }
 

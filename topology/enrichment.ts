@@ -1,4 +1,4 @@
-import { TopologyBuilder } from '../src/dsl/builder.ts';
+import { TopologyBuilder, type Stream } from '../src/dsl/builder.ts';
 import { jsonSerde, stringSerde } from '../src/serdes/index.ts';
 import { addAmount, customerIdOf, enrich, segmentOf, type Customer, type EnrichedOrder, type EnrichmentOrder } from '../processors/enrichment.ts';
 
@@ -27,12 +27,17 @@ export function enrichmentTopology(opts: EnrichmentOptions = {}): TopologyBuilde
     .selectKey(customerIdOf, { key: stringSerde })
     .join(customers, enrich, { name: 'enrich', value: jsonSerde<EnrichedOrder>() });
   enriched.to(o.enriched);
+  sumPerSegment(enriched, o.totals);
+  return app;
+}
+
+/** The running total of the joined orders' amounts per customer segment, written to `topic`. */
+export function sumPerSegment(enriched: Stream<string | null, EnrichedOrder>, topic: string): void {
   enriched
     .groupBy(segmentOf, { key: stringSerde })
     .aggregate(() => 0, addAmount, { state: jsonSerde<number>(), name: 'segment-totals' })
     .toStream()
-    .to(o.totals, { value: jsonSerde<number>() });
-  return app;
+    .to(topic, { value: jsonSerde<number>() });
 }
 
 /** Topic names may come from the environment so that replicas, tests and the chaos harness use their own. */
