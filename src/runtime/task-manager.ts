@@ -10,6 +10,7 @@ import { maxRecordBytesFor } from './record-size.ts';
 import { restoreTasks, type RestoreEnd, type RestoreStart } from './restore.ts';
 import type { RuntimeContext } from './runtime-context.ts';
 import { taskId } from './task.ts';
+import { SplitJoinPartitionsError } from './errors.ts';
 import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
 
 interface DropCounts {
@@ -93,6 +94,7 @@ export class TaskManager {
       const id = taskId(sub, p.partition);
       let task = this.tasks.get(id);
       if (!task) {
+        this.requireWholeJoin(sub, p.partition, partitions);
         // A task reads the same partition of each of its sub-topology's sources; its stream time is the largest.
         const resumed = partitions
           .filter((q) => q.partition === p.partition && this.subtopologyOf.get(q.topic) === sub)
@@ -112,6 +114,14 @@ export class TaskManager {
       this.bySource.set(partitionKey(p.topic, p.partition), task);
     }
     return fresh;
+  }
+
+  /** A join's task runs only with partition N of every topic it reads (the range assignor gives them together). */
+  private requireWholeJoin(sub: number, partition: number, assigned: readonly PartitionRef[]): void {
+    const group = this.topology.copartitionGroups?.find((g) => g.topics.some((t) => this.subtopologyOf.get(t) === sub));
+    if (!group) return;
+    const missing = group.topics.filter((t) => !assigned.some((q) => q.topic === t && q.partition === partition) && !this.bySource.has(partitionKey(t, partition)));
+    if (missing.length > 0) throw new SplitJoinPartitionsError(taskId(sub, partition), group.join, missing.map((t) => `${t}-${partition}`));
   }
 
   /** Returns the task when this was its last source partition. */
