@@ -31,10 +31,16 @@ export interface TopologyDescription {
       readonly eos: string;
       readonly keySerde?: string;
       readonly valueSerde?: string;
+      /** Tables whose rows a join or table operation reads by key. */
+      readonly tableInputs?: readonly string[];
+      readonly globalStore?: string;
     }[];
   }[];
-  readonly stores: readonly { readonly name: string; readonly kind: string; readonly node: string; readonly subtopology: number; readonly changelogTopic: string; readonly window?: { readonly type: string; readonly sizeMs: number; readonly advanceMs: number; readonly graceMs: number; readonly emitFinal: boolean } }[];
+  readonly stores: readonly { readonly name: string; readonly kind: string; readonly node: string; readonly subtopology: number; readonly changelogTopic: string; readonly sourceTopicChangelog?: boolean; readonly window?: { readonly type: string; readonly sizeMs: number; readonly advanceMs: number; readonly graceMs: number; readonly emitFinal: boolean } }[];
   readonly topics: CompiledTopology['topics'];
+  /** Each join's inputs, which must have the same partition count, key encoding and partitioner. */
+  readonly copartitionGroups: CompiledTopology['copartitionGroups'];
+  readonly globalTables: readonly { readonly store: string; readonly node: string; readonly topic: string }[];
 }
 
 function roleOf(n: CompiledNode): 'source' | 'processor' | 'sink' {
@@ -62,6 +68,8 @@ export function describeJson(c: CompiledTopology): TopologyDescription {
         eos: n.boundaryText,
         ...(n.keySerde ? { keySerde: n.keySerde.name } : {}),
         ...(n.valueSerde ? { valueSerde: n.valueSerde.name } : {}),
+        ...(n.tableInputs ? { tableInputs: n.tableInputs } : {}),
+        ...(n.globalStore !== undefined ? { globalStore: n.globalStore } : {}),
       })),
     })),
     stores: [...c.stores.values()].map((s) => ({
@@ -70,9 +78,12 @@ export function describeJson(c: CompiledTopology): TopologyDescription {
       node: s.node,
       subtopology: s.subtopology,
       changelogTopic: s.changelogTopic,
+      ...(s.sourceTopicChangelog ? { sourceTopicChangelog: true } : {}),
       ...(s.window ? { window: { type: s.window.type, sizeMs: s.window.sizeMs, advanceMs: s.window.advanceMs, graceMs: s.window.graceMs, emitFinal: s.window.emitFinal } } : {}),
     })),
     topics: c.topics,
+    copartitionGroups: c.copartitionGroups,
+    globalTables: c.globalTables.map((g) => ({ store: g.store, node: g.node, topic: g.topic })),
   };
 }
 
@@ -88,7 +99,10 @@ export function describeText(c: CompiledTopology): string {
       const eos = `[${n.boundaryText}]`;
       if (role === 'source') lines.push(`    Source: ${n.name} (topics: [${n.topic}]) ${eos}`);
       else if (role === 'sink') lines.push(`    Sink: ${n.name} (topic: ${n.kind === 'deadLetter' ? c.deadLetterTopic : n.topic}) ${eos}`);
-      else lines.push(`    Processor: ${n.name} (${n.kind}, stores: [${n.stores.join(', ')}]) ${eos}`);
+      else {
+        const reads = n.tableInputs ? `, reads tables: [${n.tableInputs.join(', ')}]` : n.globalStore !== undefined ? `, reads global table: ${n.globalStore}` : '';
+        lines.push(`    Processor: ${n.name} (${n.kind}, stores: [${n.stores.join(', ')}]${reads}) ${eos}`);
+      }
       if (n.children.length > 0) lines.push(`      --> ${n.children.join(', ')}`);
       if (n.parents.length > 0) lines.push(`      <-- ${n.parents.join(', ')}`);
     }
@@ -97,7 +111,15 @@ export function describeText(c: CompiledTopology): string {
   if (c.stores.size === 0) lines.push('  (none)');
   for (const s of c.stores.values()) {
     const w = s.window ? `, ${s.window.type} window size ${s.window.sizeMs}ms advance ${s.window.advanceMs}ms grace ${s.window.graceMs}ms${s.window.emitFinal ? ', emit final' : ''}` : '';
-    lines.push(`  ${s.name} (${s.kind}, node ${s.node}, sub-topology ${s.subtopology}, changelog ${s.changelogTopic}${w})`);
+    lines.push(`  ${s.name} (${s.kind}, node ${s.node}, sub-topology ${s.subtopology}, changelog ${s.changelogTopic}${s.sourceTopicChangelog ? ' (its source topic)' : ''}${w})`);
+  }
+  if (c.globalTables.length > 0) {
+    lines.push('Global tables (read whole by every worker, outside the transaction):');
+    for (const g of c.globalTables) lines.push(`  ${g.store} (node ${g.node}, topic ${g.topic})`);
+  }
+  if (c.copartitionGroups.length > 0) {
+    lines.push('Co-partition groups (same partition count, key serde and partitioner):');
+    for (const g of c.copartitionGroups) lines.push(`  ${g.join} (sub-topology ${g.subtopology}): [${g.topics.join(', ')}]`);
   }
   lines.push('Topics:');
   for (const t of c.topics) {
@@ -142,6 +164,13 @@ export function describeMermaid(c: CompiledTopology): string {
     for (const ch of n.children) lines.push(`  ${id} --> ${ids.get(ch)!}`);
     for (const st of n.stores) lines.push(`  ${id} -.-> ${topicId(c.stores.get(st)!.changelogTopic)}`);
   }
+  for (const g of c.globalTables) {
+    const id = `g${ids.size + topicIds.size}`;
+    lines.push(`  ${id}[["${mermaidLabel(g.store)}<br/>global table"]]`);
+    lines.push(`  ${topicId(g.topic)} --> ${id}`);
+    for (const n of c.nodes.values()) if (n.globalStore === g.store) lines.push(`  ${id} -.-> ${ids.get(n.name)!}`);
+  }
+  for (const n of c.nodes.values()) for (const t of n.tableInputs ?? []) if (!n.parents.includes(t)) lines.push(`  ${ids.get(t)!} -.-> ${ids.get(n.name)!}`);
   lines.push('  classDef atLeastOnce stroke-dasharray: 5 5,stroke:#d33');
   if (external.length > 0) lines.push(`  class ${external.join(',')} atLeastOnce`);
   return lines.join('\n');

@@ -1,5 +1,6 @@
 import type { Serde } from '../serdes/serde.ts';
-import type { KeyValueFn, NodeDef, StageSpec, ValueOnlyFn } from './nodes.ts';
+import type { JoinerFn, KeyValueFn, NodeDef, StageSpec, ValueOnlyFn } from './nodes.ts';
+import { JoinWindows } from './windows.ts';
 import type {
   AggregateOptions,
   CountOptions,
@@ -9,6 +10,10 @@ import type {
   EffectOptions,
   GroupByKeyOptions,
   GroupByOptions,
+  JoinOptions,
+  StreamJoinOptions,
+  TableSourceOptions,
+  ToTableOptions,
   KeySerdeOptions,
   KeyValue,
   KeyValueSerdeOptions,
@@ -72,6 +77,28 @@ export class TopologyBuilder {
       : { kind: 'source', topic };
     const index = this.addNode(spec, [], opts.name, asSerde(opts.key) as AnySerde | undefined, asSerde(opts.value) as AnySerde);
     return new Stream<K, V>(this, index, asSerde(opts.key), asSerde(opts.value));
+  }
+
+  /**
+   * A table whose rows are the latest value per key of `topic` (a null value deletes the row). It is
+   * kept in a store with a changelog, written in the same transaction as everything else.
+   */
+  table<K, V>(topic: string, opts: TableSourceOptions<K, V>): Table<K, V> {
+    const source = this.addNode({ kind: 'source', topic, table: true }, [], undefined, opts.key as AnySerde, opts.value as AnySerde);
+    const spec: StageSpec = { kind: 'toTable', ...(opts.store !== undefined ? { store: opts.store } : {}) };
+    const index = this.addNode(spec, [source], opts.name, opts.key as AnySerde, opts.value as AnySerde);
+    return new Table<K, V>(this, index, opts.key, opts.value);
+  }
+
+  /**
+   * A read-only table every worker loads whole from `topic` before it processes anything, and keeps
+   * up to date while it runs, outside the transaction. Streams join it by a key they compute, so it
+   * needs no co-partitioning.
+   */
+  globalTable<K, V>(topic: string, opts: TableSourceOptions<K, V>): GlobalTable<K, V> {
+    const spec: StageSpec = { kind: 'globalTable', topic, ...(opts.store !== undefined ? { store: opts.store } : {}) };
+    const index = this.addNode(spec, [], opts.name, opts.key as AnySerde, opts.value as AnySerde);
+    return new GlobalTable<K, V>(this, index, opts.key, opts.value);
   }
 
   /** @internal */
@@ -190,6 +217,68 @@ export class Stream<K, V> {
     return this.#next(spec, { name }, this.keySerde, this.valueSerde);
   }
 
+  /** The table's rows as they change; a deleted row arrives as a null value. */
+  toTable(opts?: ToTableOptions<K, V>): Table<K, V> {
+    const key = asSerde(opts?.key) ?? this.keySerde;
+    const value = asSerde(opts?.value) ?? this.valueSerde;
+    const spec: StageSpec = { kind: 'toTable', ...(opts?.store !== undefined ? { store: opts.store } : {}) };
+    const index = this.builder.addNode(spec, [this.nodeIndex], opts?.name, key as AnySerde | undefined, value as AnySerde | undefined);
+    return new Table<K, V>(this.builder, index, key, value);
+  }
+
+  /**
+   * Joins each record with the table's row for its key as of that record (a table update alone emits
+   * nothing); records without a row are dropped. Both inputs must be co-partitioned; a re-keyed
+   * stream is repartitioned first.
+   */
+  join<T, R>(table: Table<K, T> | Table<K | null, T>, joiner: (key: K, value: V, tableValue: T) => R, opts?: JoinOptions<R>): Stream<K, R>;
+  /** Joins records of the two streams whose timestamps are within the window of each other. */
+  join<VO, R>(other: Stream<K, VO>, joiner: (key: K, value: V, otherValue: VO) => R, windows: JoinWindows, opts?: StreamJoinOptions<K, V, VO, R>): Stream<K, R>;
+  /** Joins each record with the global table's row for `keySelector(key, value)`; records without one are dropped. */
+  join<GK, GV, R>(table: GlobalTable<GK, GV>, keySelector: (key: K, value: V) => GK, joiner: (key: K, value: V, tableValue: GV) => R, opts?: JoinOptions<R>): Stream<K, R>;
+  join(other: Table<K | null, unknown> | Stream<K, unknown> | GlobalTable<unknown, unknown>, fn: unknown, third?: unknown, fourth?: unknown): Stream<K, unknown> {
+    return this.#join('inner', other, fn, third, fourth);
+  }
+
+  /** As `join`, but a record without a row is joined with null. */
+  leftJoin<T, R>(table: Table<K, T> | Table<K | null, T>, joiner: (key: K, value: V, tableValue: NoInfer<T> | null) => R, opts?: JoinOptions<R>): Stream<K, R>;
+  /** As `join`; a record without a match in its window is joined with null once its window closes. */
+  leftJoin<VO, R>(other: Stream<K, VO>, joiner: (key: K, value: V, otherValue: NoInfer<VO> | null) => R, windows: JoinWindows, opts?: StreamJoinOptions<K, V, VO, R>): Stream<K, R>;
+  leftJoin<GK, GV, R>(table: GlobalTable<GK, GV>, keySelector: (key: K, value: V) => GK, joiner: (key: K, value: V, tableValue: NoInfer<GV> | null) => R, opts?: JoinOptions<R>): Stream<K, R>;
+  leftJoin(other: Table<K | null, unknown> | Stream<K, unknown> | GlobalTable<unknown, unknown>, fn: unknown, third?: unknown, fourth?: unknown): Stream<K, unknown> {
+    return this.#join('left', other, fn, third, fourth);
+  }
+
+  /** As the windowed `leftJoin`, for both sides: a record of either side without a match is joined with null once its window closes. */
+  outerJoin<VO, R>(other: Stream<K, VO>, joiner: (key: K, value: V | null, otherValue: NoInfer<VO> | null) => R, windows: JoinWindows, opts?: StreamJoinOptions<K, V, VO, R>): Stream<K, R> {
+    return this.#join('outer', other, joiner, windows, opts) as Stream<K, R>;
+  }
+
+  #join(mode: 'inner' | 'left' | 'outer', other: Table<K | null, unknown> | Stream<K, unknown> | GlobalTable<unknown, unknown>, fn: unknown, third: unknown, fourth: unknown): Stream<K, unknown> {
+    if (other instanceof Stream && third instanceof JoinWindows) {
+      const opts = fourth as StreamJoinOptions<unknown, unknown, unknown, unknown> | undefined;
+      const spec: StageSpec = {
+        kind: 'streamStreamJoin',
+        mode,
+        joiner: fn as JoinerFn,
+        window: third.spec,
+        ...(asSerde(opts?.key) ?? this.keySerde ? { keySerde: (asSerde(opts?.key) ?? this.keySerde) as AnySerde } : {}),
+        ...(asSerde(opts?.thisValue) ?? this.valueSerde ? { thisValueSerde: (asSerde(opts?.thisValue) ?? this.valueSerde) as AnySerde } : {}),
+        ...(asSerde(opts?.otherValue) ?? other.valueSerde ? { otherValueSerde: (asSerde(opts?.otherValue) ?? other.valueSerde) as AnySerde } : {}),
+        ...(opts?.store !== undefined ? { store: opts.store } : {}),
+      };
+      return this.#next(spec, opts, this.keySerde, asSerde(opts?.value), [other.nodeIndex]);
+    }
+    if (other instanceof GlobalTable) {
+      const opts = fourth as JoinOptions<unknown> | undefined;
+      const spec: StageSpec = { kind: 'globalTableJoin', mode: mode === 'outer' ? 'left' : mode, keySelector: fn as KeyValueFn, joiner: third as JoinerFn };
+      return this.#next(spec, opts, this.keySerde, asSerde(opts?.value), [other.nodeIndex]);
+    }
+    const opts = third as JoinOptions<unknown> | undefined;
+    const spec: StageSpec = { kind: 'streamTableJoin', mode: mode === 'outer' ? 'left' : mode, joiner: fn as JoinerFn };
+    return this.#next(spec, opts, this.keySerde, asSerde(opts?.value), [other.nodeIndex]);
+  }
+
   groupByKey(opts?: GroupByKeyOptions<K, V>): GroupedStream<K, V> {
     return new GroupedStream<K, V>(this.builder, this.nodeIndex, asSerde(opts?.key) ?? this.keySerde, asSerde(opts?.value) ?? this.valueSerde);
   }
@@ -297,7 +386,11 @@ export class WindowedGroupedStream<K, V> extends Grouping<K, V> {
   }
 }
 
-/** The changing result of an aggregation; `toStream` turns every update into a record. */
+/**
+ * A changing table: the latest value per key. Built by `builder.table`, `stream.toTable`, an
+ * aggregation or a table-table join; `toStream` turns every update into a record (a deleted row into
+ * a null value). `filter` and `mapValues` see live rows only.
+ */
 export class Table<K, V> {
   /** @internal */
   constructor(
@@ -307,8 +400,52 @@ export class Table<K, V> {
     readonly valueSerde: Serde<V> | undefined,
   ) {}
 
+  #next<V2>(spec: StageSpec, opts: NamedOptions | undefined, value: Serde<V2> | undefined, extraParents: readonly number[] = []): Table<K, V2> {
+    const index = this.builder.addNode(spec, [this.nodeIndex, ...extraParents], opts?.name, this.keySerde as AnySerde | undefined, value as AnySerde | undefined);
+    return new Table<K, V2>(this.builder, index, this.keySerde, value);
+  }
+
   toStream(opts?: NamedOptions): Stream<K, V> {
     const index = this.builder.addNode({ kind: 'toStream' }, [this.nodeIndex], opts?.name, this.keySerde as AnySerde | undefined, this.valueSerde as AnySerde | undefined);
     return new Stream<K, V>(this.builder, index, this.keySerde, this.valueSerde);
   }
+
+  /** Rows the predicate rejects are deleted from the result (a tombstone goes downstream). */
+  filter(predicate: (key: K, value: V) => boolean, opts?: NamedOptions): Table<K, V> {
+    return this.#next({ kind: 'tableFilter', fn: predicate as KeyValueFn, negate: false }, opts, this.valueSerde);
+  }
+
+  filterNot(predicate: (key: K, value: V) => boolean, opts?: NamedOptions): Table<K, V> {
+    return this.#next({ kind: 'tableFilter', fn: predicate as KeyValueFn, negate: true }, opts, this.valueSerde);
+  }
+
+  mapValues<W>(fn: (value: V) => W, opts?: ValueSerdeOptions<W>): Table<K, W> {
+    return this.#next({ kind: 'tableMapValues', fn: fn as ValueOnlyFn }, opts, asSerde(opts?.value));
+  }
+
+  /** A row for every key both tables have; it changes when either side does. */
+  join<VO, R>(other: Table<K, VO>, joiner: (key: K, value: V, otherValue: VO) => R, opts?: JoinOptions<R>): Table<K, R> {
+    return this.#next({ kind: 'tableTableJoin', mode: 'inner', joiner: joiner as JoinerFn }, opts, asSerde(opts?.value), [other.nodeIndex]);
+  }
+
+  /** A row for every key of this table, joined with the other's row or null. */
+  leftJoin<VO, R>(other: Table<K, VO>, joiner: (key: K, value: V, otherValue: NoInfer<VO> | null) => R, opts?: JoinOptions<R>): Table<K, R> {
+    return this.#next({ kind: 'tableTableJoin', mode: 'left', joiner: joiner as JoinerFn }, opts, asSerde(opts?.value), [other.nodeIndex]);
+  }
+
+  /** A row for every key either table has; the missing side is null. */
+  outerJoin<VO, R>(other: Table<K, VO>, joiner: (key: K, value: V | null, otherValue: NoInfer<VO> | null) => R, opts?: JoinOptions<R>): Table<K, R> {
+    return this.#next({ kind: 'tableTableJoin', mode: 'outer', joiner: joiner as JoinerFn }, opts, asSerde(opts?.value), [other.nodeIndex]);
+  }
+}
+
+/** A table every worker holds whole (`builder.globalTable`); streams join it by a key they compute. */
+export class GlobalTable<K, V> {
+  /** @internal */
+  constructor(
+    readonly builder: TopologyBuilder,
+    readonly nodeIndex: number,
+    readonly keySerde: Serde<K>,
+    readonly valueSerde: Serde<V>,
+  ) {}
 }

@@ -26,7 +26,15 @@ export type StageKind =
   | 'deadLetter'
   | 'effect'
   | 'repartitionSink'
-  | 'repartitionSource';
+  | 'repartitionSource'
+  | 'toTable'
+  | 'tableFilter'
+  | 'tableMapValues'
+  | 'streamTableJoin'
+  | 'tableTableJoin'
+  | 'streamStreamJoin'
+  | 'globalTable'
+  | 'globalTableJoin';
 
 export type Boundary = 'transactional' | 'external';
 
@@ -62,6 +70,14 @@ export const STAGE_KINDS: Readonly<Record<StageKind, StageKindInfo>> = {
   effect: { label: 'EFFECT', boundary: 'external', role: 'processor', changesKey: false },
   repartitionSink: { label: 'SINK', boundary: 'transactional', role: 'sink', changesKey: false },
   repartitionSource: { label: 'SOURCE', boundary: 'transactional', role: 'source', changesKey: false },
+  toTable: { label: 'TOTABLE', boundary: 'transactional', role: 'processor', changesKey: false },
+  tableFilter: { label: 'FILTER', boundary: 'transactional', role: 'processor', changesKey: false },
+  tableMapValues: { label: 'MAPVALUES', boundary: 'transactional', role: 'processor', changesKey: false },
+  streamTableJoin: { label: 'JOIN', boundary: 'transactional', role: 'processor', changesKey: false },
+  tableTableJoin: { label: 'JOIN', boundary: 'transactional', role: 'processor', changesKey: false },
+  streamStreamJoin: { label: 'JOIN', boundary: 'transactional', role: 'processor', changesKey: false },
+  globalTable: { label: 'GLOBALTABLE', boundary: 'transactional', role: 'source', changesKey: false },
+  globalTableJoin: { label: 'JOIN', boundary: 'transactional', role: 'processor', changesKey: false },
 };
 
 /**
@@ -72,9 +88,27 @@ export const STAGE_KINDS: Readonly<Record<StageKind, StageKindInfo>> = {
  */
 export type KeyValueFn = (key: unknown, value: unknown) => unknown;
 export type ValueOnlyFn = (value: unknown) => unknown;
+/** A join's `(key, value, otherValue)`: the key first, as everywhere; a missing side is null. */
+export type JoinerFn = (key: unknown, value: unknown, other: unknown) => unknown;
+
+/** inner: both sides needed; left: every left record/row; outer: every record/row of either side. */
+export type JoinMode = 'inner' | 'left' | 'outer';
+
+/** A stream-stream join's window: the other side's records within [ts - beforeMs, ts + afterMs] match. */
+export interface JoinWindowSpec {
+  readonly beforeMs: number;
+  readonly afterMs: number;
+  readonly graceMs: number;
+}
 
 export type StageSpec =
-  | { readonly kind: 'source'; readonly topic: string; readonly timestamp?: (key: unknown, value: unknown, ts: number) => number }
+  | {
+      readonly kind: 'source';
+      readonly topic: string;
+      readonly timestamp?: (key: unknown, value: unknown, ts: number) => number;
+      /** Feeds a table: a null value is a tombstone, passed on as null instead of decoded. */
+      readonly table?: boolean;
+    }
   | { readonly kind: 'filter'; readonly fn: KeyValueFn; readonly negate: boolean }
   | { readonly kind: 'map'; readonly fn: KeyValueFn }
   | { readonly kind: 'mapValues'; readonly fn: ValueOnlyFn }
@@ -102,6 +136,26 @@ export type StageSpec =
       readonly groupValueSerde?: Serde<unknown>;
     }
   | { readonly kind: 'toStream' }
+  | { readonly kind: 'toTable'; readonly store?: string }
+  | { readonly kind: 'tableFilter'; readonly fn: KeyValueFn; readonly negate: boolean }
+  | { readonly kind: 'tableMapValues'; readonly fn: ValueOnlyFn }
+  /** The second parent is the table; its updates alone emit nothing. */
+  | { readonly kind: 'streamTableJoin'; readonly mode: 'inner' | 'left'; readonly joiner: JoinerFn }
+  | { readonly kind: 'tableTableJoin'; readonly mode: JoinMode; readonly joiner: JoinerFn }
+  | {
+      readonly kind: 'streamStreamJoin';
+      readonly mode: JoinMode;
+      readonly joiner: JoinerFn;
+      readonly window: JoinWindowSpec;
+      /** Serdes the window stores keep each side's records in. */
+      readonly keySerde?: Serde<unknown>;
+      readonly thisValueSerde?: Serde<unknown>;
+      readonly otherValueSerde?: Serde<unknown>;
+      readonly store?: string;
+    }
+  | { readonly kind: 'globalTable'; readonly topic: string; readonly store?: string }
+  /** The second parent is the global table, looked up by `keySelector(key, value)`. */
+  | { readonly kind: 'globalTableJoin'; readonly mode: 'inner' | 'left'; readonly keySelector: KeyValueFn; readonly joiner: JoinerFn }
   | { readonly kind: 'sink'; readonly topic: string }
   | { readonly kind: 'deadLetter'; readonly reason?: string }
   | {

@@ -137,3 +137,32 @@ export interface TopologyOptions {
   /** The file the topology was defined in, used in validation messages (set by loadTopology). */
   readonly sourceFile?: string;
 }
+
+export interface TableSourceOptions<K, V> extends NamedOptions {
+  readonly key: Serde<K>;
+  /** Decodes the rows; a null record value is a tombstone (the row is deleted) and never reaches it. */
+  readonly value: Serde<V>;
+  /** Store name (defaults to `name`, else derived from the node name). */
+  readonly store?: string;
+}
+
+export interface ToTableOptions<K, V> extends NamedOptions {
+  /** Default: the serdes the stream carries; the table's store needs both. */
+  readonly key?: SerdeFor<K>;
+  readonly value?: SerdeFor<V>;
+  readonly store?: string;
+}
+
+export interface JoinOptions<R> extends NamedOptions {
+  /** Serde of the joined values, for a sink or a stateful stage after the join. */
+  readonly value?: SerdeFor<R>;
+}
+
+export interface StreamJoinOptions<K, V, VO, R> extends JoinOptions<R> {
+  /** Serdes the join's window stores keep each side's records in; default: those the streams carry. */
+  readonly key?: SerdeFor<K>;
+  readonly thisValue?: SerdeFor<V>;
+  readonly otherValue?: SerdeFor<VO>;
+  /** Prefix of the two window stores' names (`<store>-this`, `<store>-other`); defaults to the join's name. */
+  readonly store?: string;
+}

@@ -14,6 +14,8 @@ import {
   InvalidStageOptionError,
   InvalidTopicNameError,
   InvalidWindowError,
+  JoinInputNotTableError,
+  JoinKeySerdeMismatchError,
   MissingSerdeError,
   SinkToOwnSourceError,
   StatefulWithoutKeyError,
@@ -22,7 +24,7 @@ import {
   type TopologyErrorLocation,
 } from './errors.ts';
 import { CompiledTopology } from './compiled.ts';
-import type { CompileOptions, CompiledNode, CompiledStore, CompiledSubtopology, TopicRequirement } from './types.ts';
+import type { CoPartitionGroup, CompileOptions, CompiledGlobalTable, CompiledNode, CompiledStore, CompiledSubtopology, TopicRequirement } from './types.ts';
 
 const NAME_RE = /^[a-zA-Z0-9._-]{1,249}$/;
 
@@ -44,10 +46,20 @@ interface WorkNode {
   keyChanged: boolean;
   keyless: boolean;
   sub: number;
+  tableInputs?: string[];
+  globalStore?: string;
+}
+
+const TABLE_KINDS: ReadonlySet<StageKind> = new Set(['toTable', 'tableFilter', 'tableMapValues', 'tableTableJoin']);
+const JOIN_KINDS: ReadonlySet<StageKind> = new Set(['streamTableJoin', 'tableTableJoin', 'streamStreamJoin']);
+
+/** A stage whose rows can be read by key: a table (a windowed aggregate's rows are per window, not per key). */
+function isTable(n: WorkNode): boolean {
+  return TABLE_KINDS.has(n.kind) || (n.spec.kind === 'aggregate' && n.spec.window === undefined);
 }
 
 function autoName(kind: StageKind, index: number): string {
-  const prefix = kind === 'toStream' ? 'KTABLE' : 'KSTREAM';
+  const prefix = kind === 'toStream' || TABLE_KINDS.has(kind) ? 'KTABLE' : 'KSTREAM';
   return `${prefix}-${STAGE_KINDS[kind].label}-${String(index).padStart(10, '0')}`;
 }
 
@@ -72,6 +84,15 @@ function stageFunctions(spec: StageSpec): unknown[] {
       return spec.branches.map((b) => b.fn);
     case 'aggregate':
       return [spec.init, spec.fn];
+    case 'tableFilter':
+    case 'tableMapValues':
+      return [spec.fn];
+    case 'streamTableJoin':
+    case 'tableTableJoin':
+    case 'streamStreamJoin':
+      return [spec.joiner];
+    case 'globalTableJoin':
+      return [spec.keySelector, spec.joiner];
     case 'source':
       return spec.timestamp ? [spec.timestamp] : [];
     default:
@@ -117,20 +138,22 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
   const sourceTopics = new Map<string, string>();
   const storeOwners = new Map<string, string>();
   const stores: CompiledStore[] = [];
+  const globalTables: CompiledGlobalTable[] = [];
   const nodePolicies = new Map<string, RetryPolicy>();
 
   const claimName = (name: string): void => {
     if (names.has(name)) throw new DuplicateNodeNameError(name, loc(name));
     names.add(name);
   };
-  const addStore = (node: WorkNode, name: string, kind: StoreKind, keySerde: Serde<unknown>, valueSerde: Serde<unknown>, window?: WindowSpec): void => {
+  /** `sourceTopic`: a table read straight from a topic uses that topic as its changelog. */
+  const addStore = (node: WorkNode, name: string, kind: StoreKind, keySerde: Serde<unknown>, valueSerde: Serde<unknown>, window?: WindowSpec, sourceTopic?: string): void => {
     const owner = storeOwners.get(name);
     if (owner !== undefined) throw new StoreSharedError(name, owner, loc(node.name));
     storeOwners.set(name, node.name);
-    const changelogTopic = `${appId}-${name}-changelog`;
+    const changelogTopic = sourceTopic ?? `${appId}-${name}-changelog`;
     checkTopic(changelogTopic, node.name);
     node.stores.push(name);
-    stores.push({ name, kind, node: node.name, subtopology: -1, changelogTopic, keySerde, valueSerde, ...(window ? { window } : {}) });
+    stores.push({ name, kind, node: node.name, subtopology: -1, changelogTopic, keySerde, valueSerde, ...(window ? { window } : {}), ...(sourceTopic !== undefined ? { sourceTopicChangelog: true } : {}) });
   };
   const requireSerde = <T>(serde: Serde<T> | undefined, what: string, hint: string, node: string): Serde<T> => {
     if (!serde) throw new MissingSerdeError(what, hint, loc(node));
@@ -172,7 +195,94 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
     };
     const storeName = (s: string | undefined): string => s ?? def.userName ?? `${autoName(spec.kind, def.index).replace(/-(\d{10})$/, '-STATE-STORE-$1')}`;
 
+    const requireTable = (n: WorkNode): WorkNode => {
+      if (!isTable(n)) throw new JoinInputNotTableError(n.spec.kind === 'aggregate' ? 'windowed aggregate' : `${n.kind} stream`, loc(name));
+      return n;
+    };
+    const checkJoinKeys = (a: WorkNode, b: WorkNode): void => {
+      if (a.keySerde && b.keySerde && a.keySerde !== b.keySerde && a.keySerde.name !== b.keySerde.name) throw new JoinKeySerdeMismatchError(a.keySerde.name, b.keySerde.name, loc(name));
+    };
+    /** A re-keyed stream going into a join goes through a repartition topic first, as before an aggregate. */
+    const keyedInput = (side: WorkNode, topicPrefix: string, keySerde: Serde<unknown> | undefined, valueSerde: Serde<unknown> | undefined): WorkNode => {
+      if (side.keyless) throw new StatefulWithoutKeyError(spec.kind, loc(name));
+      if (!side.keyChanged) return side;
+      const key = requireSerde(keySerde, `the key of repartition topic ${appId}-${topicPrefix}-repartition`, 'pass { key } to the selectKey/map before the join', name);
+      const value = requireSerde(valueSerde, `the value of repartition topic ${appId}-${topicPrefix}-repartition`, 'pass { value } to the mapValues/map/flatMap before the join', name);
+      return repartition(node, side, topicPrefix, key, value, def.index);
+    };
+
     switch (spec.kind) {
+      case 'toTable': {
+        const parent = first!;
+        if (parent.keyless) throw new StatefulWithoutKeyError('toTable', loc(name));
+        const store = storeName(spec.store);
+        const key = requireSerde(def.keySerde, 'the key of the table', 'pass toTable({ key }) or give the stream a key serde', name);
+        const value = requireSerde(def.valueSerde, 'the value of the table', 'pass toTable({ value }); the stream lost its value serde at a mapValues/map/flatMap', name);
+        if (parent.keyChanged) node.parents = [repartition(node, parent, store, key, value, def.index)];
+        node.keyChanged = false;
+        const tableSource = parent.spec.kind === 'source' && parent.spec.table === true ? parent.spec.topic : undefined;
+        addStore(node, store, 'key-value', key, value, undefined, tableSource);
+        break;
+      }
+      case 'tableFilter':
+      case 'tableMapValues': {
+        node.tableInputs = [requireTable(first!).name];
+        break;
+      }
+      case 'streamTableJoin': {
+        const table = requireTable(parents[1]!);
+        const stream = keyedInput(first!, name, first!.keySerde, first!.valueSerde);
+        checkJoinKeys(stream, table);
+        node.parents = [stream, table];
+        node.tableInputs = [table.name];
+        node.keyChanged = false;
+        node.keyless = false;
+        break;
+      }
+      case 'tableTableJoin': {
+        const [left, right] = [requireTable(first!), requireTable(parents[1]!)];
+        checkJoinKeys(left, right);
+        node.tableInputs = [left.name, right.name];
+        break;
+      }
+      case 'streamStreamJoin': {
+        const w = spec.window;
+        for (const [what, ms] of [['before', w.beforeMs], ['after', w.afterMs], ['grace', w.graceMs]] as const) {
+          if (!(Number.isFinite(ms) && ms >= 0)) throw new InvalidWindowError(`join window ${what} must be zero or positive, got ${ms}`, loc(name));
+        }
+        const prefix = spec.store ?? def.userName ?? autoName(spec.kind, def.index).replace(/-(\d{10})$/, '-STORE-$1');
+        const left = keyedInput(first!, `${prefix}-this`, spec.keySerde, spec.thisValueSerde);
+        const right = keyedInput(parents[1]!, `${prefix}-other`, spec.keySerde, spec.otherValueSerde);
+        checkJoinKeys(left, right);
+        node.parents = [left, right];
+        node.keyChanged = false;
+        node.keyless = false;
+        const key = requireSerde(spec.keySerde, 'the key of the join window stores', 'pass { key } in the join options', name);
+        const thisValue = requireSerde(spec.thisValueSerde, 'the values of the join window store of this stream', 'pass { thisValue } in the join options', name);
+        const otherValue = requireSerde(spec.otherValueSerde, 'the values of the join window store of the other stream', 'pass { otherValue } in the join options', name);
+        addStore(node, `${prefix}-this`, 'join-window', key, thisValue);
+        addStore(node, `${prefix}-other`, 'join-window', key, otherValue);
+        break;
+      }
+      case 'globalTable': {
+        checkTopic(spec.topic, name);
+        if (sourceTopics.has(spec.topic)) throw new DuplicateSourceTopicError(spec.topic, loc(name));
+        sourceTopics.set(spec.topic, name);
+        const store = storeName(spec.store);
+        if (storeOwners.has(store)) throw new StoreSharedError(store, storeOwners.get(store)!, loc(name));
+        storeOwners.set(store, name);
+        node.globalStore = store;
+        globalTables.push({ store, node: name, topic: spec.topic, keySerde: def.keySerde!, valueSerde: def.valueSerde! });
+        // not part of any sub-topology: every worker reads it whole, outside the tasks
+        byIndex[def.index] = node;
+        continue;
+      }
+      case 'globalTableJoin': {
+        const global = parents[1]!;
+        node.parents = [first!];
+        node.globalStore = global.globalStore!;
+        break;
+      }
       case 'source': {
         checkTopic(spec.topic, name);
         if (sourceTopics.has(spec.topic)) throw new DuplicateSourceTopicError(spec.topic, loc(name));
@@ -257,6 +367,8 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
     boundary: STAGE_KINDS[n.kind].boundary,
     boundaryText: boundaryText(n),
     stores: n.stores,
+    ...(n.tableInputs ? { tableInputs: n.tableInputs } : {}),
+    ...(n.globalStore !== undefined ? { globalStore: n.globalStore } : {}),
     ...(n.topic !== undefined ? { topic: n.topic } : {}),
     ...(n.keySerde ? { keySerde: n.keySerde } : {}),
     ...(n.valueSerde ? { valueSerde: n.valueSerde } : {}),
@@ -277,6 +389,12 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
 
   checkTopicCycles(compiledNodes, subtopologies, loc);
 
+  // A task reads partition N of every topic of its sub-topology, so a join's sides meet only if those topics are co-partitioned.
+  const copartitionGroups: CoPartitionGroup[] = compiledNodes
+    .filter((n) => JOIN_KINDS.has(n.kind))
+    .map((n) => ({ join: n.name, subtopology: n.subtopology, topics: subtopologies[n.subtopology]!.sourceTopics }))
+    .filter((g) => g.topics.length > 1);
+
   const topics: TopicRequirement[] = [];
   const seen = new Set<string>();
   const addTopic = (t: TopicRequirement): void => {
@@ -285,9 +403,10 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
     topics.push(t);
   };
   for (const n of compiledNodes) if (n.kind === 'source') addTopic({ name: n.topic!, kind: 'source', internal: false, cleanupPolicy: 'delete' });
+  for (const g of globalTables) addTopic({ name: g.topic, kind: 'source', internal: false, cleanupPolicy: 'delete' });
   for (const n of compiledNodes) if (n.kind === 'sink') addTopic({ name: n.topic!, kind: 'sink', internal: false, cleanupPolicy: 'delete' });
   for (const n of compiledNodes) if (n.kind === 'repartitionSource') addTopic({ name: n.topic!, kind: 'repartition', internal: true, cleanupPolicy: 'delete', subtopology: n.subtopology });
-  for (const s of finalStores) addTopic({ name: s.changelogTopic, kind: 'changelog', internal: true, cleanupPolicy: 'compact', subtopology: s.subtopology });
+  for (const s of finalStores) if (!s.sourceTopicChangelog) addTopic({ name: s.changelogTopic, kind: 'changelog', internal: true, cleanupPolicy: 'compact', subtopology: s.subtopology });
   addTopic({ name: deadLetterTopic, kind: 'dead-letter', internal: bopts.deadLetterTopic === undefined, cleanupPolicy: 'delete' });
 
   return new CompiledTopology({
@@ -300,6 +419,8 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
     subtopologies,
     stores: finalStores,
     topics,
+    copartitionGroups,
+    globalTables,
   });
 }
 

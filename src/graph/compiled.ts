@@ -1,7 +1,7 @@
 import type { Serde, SerdeContext } from '../serdes/serde.ts';
 import type { RetryPolicy } from '../dsl/types.ts';
-import { MissingPartitionCountError } from './errors.ts';
-import type { CompiledNode, CompiledStore, CompiledSubtopology, PartitionPlan, SerdeUsage, TaskPlan, TopicRequirement } from './types.ts';
+import { CoPartitionError, MissingPartitionCountError } from './errors.ts';
+import type { CoPartitionGroup, CompiledGlobalTable, CompiledNode, CompiledStore, CompiledSubtopology, PartitionPlan, SerdeUsage, TaskPlan, TopicRequirement } from './types.ts';
 
 export interface CompiledTopologyInit {
   readonly appId: string;
@@ -13,6 +13,8 @@ export interface CompiledTopologyInit {
   readonly subtopologies: readonly CompiledSubtopology[];
   readonly stores: readonly CompiledStore[];
   readonly topics: readonly TopicRequirement[];
+  readonly copartitionGroups?: readonly CoPartitionGroup[];
+  readonly globalTables?: readonly CompiledGlobalTable[];
 }
 
 /** Backoff before retry number `attempt` (1-based), before jitter. */
@@ -33,6 +35,9 @@ export class CompiledTopology implements TaskPlan {
   readonly stores: ReadonlyMap<string, CompiledStore>;
   /** Every topic the application reads or writes, internal ones included. */
   readonly topics: readonly TopicRequirement[];
+  /** The joins' inputs that must be co-partitioned. */
+  readonly copartitionGroups: readonly CoPartitionGroup[];
+  readonly globalTables: readonly CompiledGlobalTable[];
   readonly #policies: ReadonlyMap<string, RetryPolicy>;
   readonly #readerOf: ReadonlyMap<string, number>;
 
@@ -46,6 +51,8 @@ export class CompiledTopology implements TaskPlan {
     this.nodes = new Map(init.subtopologies.flatMap((s) => s.nodes.map((n) => [n.name, n] as const)));
     this.stores = new Map(init.stores.map((s) => [s.name, s]));
     this.topics = init.topics;
+    this.copartitionGroups = init.copartitionGroups ?? [];
+    this.globalTables = init.globalTables ?? [];
     this.#policies = init.nodePolicies;
     this.#readerOf = new Map(init.subtopologies.flatMap((s) => s.sourceTopics.map((t) => [t, s.id] as const)));
     Object.freeze(this);
@@ -86,6 +93,10 @@ export class CompiledTopology implements TaskPlan {
     for (const s of this.stores.values()) {
       add(s.keySerde, s.changelogTopic, 'key');
       add(s.valueSerde, s.changelogTopic, 'value');
+    }
+    for (const g of this.globalTables) {
+      add(g.keySerde, g.topic, 'key');
+      add(g.valueSerde, g.topic, 'value');
     }
     return out;
   }
@@ -135,9 +146,17 @@ export class CompiledTopology implements TaskPlan {
         for (const node of sub.nodes) {
           if (node.kind !== 'repartitionSink') continue;
           const reader = this.#readerOf.get(node.topic!)!;
-          counts.set(node.topic!, Math.max(tasks.get(sub.id) ?? 0, tasks.get(reader) ?? 0));
+          // a join's repartitioned side takes the partition count of the topics it is joined with
+          const joined = this.copartitionGroups.find((g) => g.subtopology === reader)?.topics.filter((t) => external.has(t));
+          const fixed = joined !== undefined && joined.length > 0 ? Math.max(...joined.map((t) => counts.get(t)!)) : undefined;
+          counts.set(node.topic!, fixed ?? Math.max(tasks.get(sub.id) ?? 0, tasks.get(reader) ?? 0));
         }
       }
+    }
+    for (const g of this.copartitionGroups) {
+      const [first, ...rest] = g.topics.map((topic) => ({ topic, partitions: counts.get(topic)! }));
+      const other = rest.find((t) => t.partitions !== first!.partitions);
+      if (other !== undefined) throw new CoPartitionError(g.join, first!, other);
     }
     const widest = Math.max(1, ...tasks.values());
     const topics = this.topics.map((t): TopicRequirement => {

@@ -122,3 +122,33 @@ export class MissingPartitionCountError extends OnceflowError {
     super(`resolvePartitions needs the partition count of source topic ${JSON.stringify(topic)}`);
   }
 }
+
+export class JoinInputNotTableError extends TopologyValidationError {
+  readonly code = 'JOIN_INPUT_NOT_TABLE';
+  constructor(kind: string, loc: TopologyErrorLocation) {
+    super(`a join reads a table's rows by key, but its table input is a ${kind}; windowed aggregates cannot be joined`, loc);
+  }
+}
+
+/** Both sides of a join must place a key in the same partition, so they must encode it the same way. */
+export class JoinKeySerdeMismatchError extends TopologyValidationError {
+  readonly code = 'JOIN_KEY_SERDE_MISMATCH';
+  constructor(left: string, right: string, loc: TopologyErrorLocation) {
+    super(`the two inputs of the join encode their keys differently (${left} and ${right}), so equal keys may land in different partitions; give both the same key serde`, loc);
+  }
+}
+
+/**
+ * Raised by resolvePartitions, at compile-time planning with known counts and again at start against
+ * the broker's: a join's inputs must have as many partitions as each other.
+ */
+export class CoPartitionError extends OnceflowError {
+  readonly code = 'CO_PARTITION_MISMATCH';
+  readonly join: string;
+  readonly topics: readonly { readonly topic: string; readonly partitions: number }[];
+  constructor(join: string, a: { topic: string; partitions: number }, b: { topic: string; partitions: number }) {
+    super(`join ${join} needs co-partitioned inputs, but topic ${JSON.stringify(a.topic)} has ${a.partitions} partitions and ${JSON.stringify(b.topic)} has ${b.partitions}; repartition one of them (e.g. selectKey / groupBy after reading it) or give both the same partition count`);
+    this.join = join;
+    this.topics = [a, b];
+  }
+}

@@ -37,6 +37,27 @@ export interface CompiledNode {
   /** For sources: how records are decoded; for sinks: how they are encoded. */
   readonly keySerde?: Serde<unknown>;
   readonly valueSerde?: Serde<unknown>;
+  /** For joins and table operations: the stages whose rows it reads by key, in parent order (tables only). */
+  readonly tableInputs?: readonly string[];
+  /** For a global-table join: the global table it looks rows up in. */
+  readonly globalStore?: string;
+}
+
+/** The inputs of a join that must be co-partitioned: the same partition count, key encoding and partitioner. */
+export interface CoPartitionGroup {
+  readonly join: string;
+  readonly subtopology: number;
+  /** Source and repartition topics each side reads. */
+  readonly topics: readonly string[];
+}
+
+/** A global table: read whole by every worker, outside the transaction, into a read-only store. */
+export interface CompiledGlobalTable {
+  readonly store: string;
+  readonly node: string;
+  readonly topic: string;
+  readonly keySerde: Serde<unknown>;
+  readonly valueSerde: Serde<unknown>;
 }
 
 export interface CompiledStore {
@@ -50,6 +71,11 @@ export interface CompiledStore {
   /** Serde of stored values: aggregate state, versions, first-seen times. */
   readonly valueSerde: Serde<unknown>;
   readonly window?: WindowSpec;
+  /**
+   * The changelog is the table's own source topic (builder.table): nothing is written to it, and a
+   * restore reads it up to the offset the group committed, which is where the store's state stands.
+   */
+  readonly sourceTopicChangelog?: boolean;
 }
 
 export interface CompiledSubtopology {

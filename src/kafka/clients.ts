@@ -47,6 +47,15 @@ function splitTopicLevel(conf: RdConfig, topicConf: RdConfig = {}): [RdConfig, R
   return [global, topic];
 }
 
+/** A consumer that reads its assigned partitions to their end (partition EOF tells where), committed records only, and commits nothing. */
+export const READ_TO_END_CONFIG: Readonly<RdConfig> = {
+  'enable.auto.commit': false,
+  'enable.partition.eof': true,
+  'isolation.level': 'read_committed',
+  'auto.offset.reset': 'earliest',
+  'fetch.wait.max.ms': 10,
+};
+
 export async function connectConsumer(conf: RdConfig, topicConf: RdConfig = {}): Promise<KafkaConsumer> {
   const [global, topic] = splitTopicLevel(conf, topicConf);
   const consumer = new RdConsumer(global as never, topic as never);
@@ -133,4 +142,20 @@ export interface CooperativeConsumer {
 }
 export function cooperative(c: KafkaConsumer): CooperativeConsumer {
   return c as unknown as CooperativeConsumer;
+}
+
+/**
+ * Adds and removes assigned partitions the way the group's protocol wants: incrementally under
+ * cooperative rebalancing, the whole assignment at once under an eager assignor (range).
+ */
+export interface AssignmentChanges {
+  add(partitions: { topic: string; partition: number; offset?: number }[]): void;
+  remove(partitions: { topic: string; partition: number }[]): void;
+}
+export function assignmentChanges(c: KafkaConsumer): AssignmentChanges {
+  const consumer = c as unknown as CooperativeConsumer & { rebalanceProtocol(): string };
+  if (consumer.rebalanceProtocol() === 'EAGER') {
+    return { add: (partitions) => c.assign(partitions), remove: () => c.unassign() };
+  }
+  return { add: (partitions) => consumer.incrementalAssign(partitions), remove: (partitions) => consumer.incrementalUnassign(partitions) };
 }

@@ -27,3 +27,14 @@ export class IllegalTransitionError extends OnceflowError {
     super(`${machine}: ${call}() is not allowed in state ${state}${target === undefined ? '' : ` (it would move to ${target})`}${why === undefined ? '' : `: ${why}`}`);
   }
 }
+
+/**
+ * A join's task was handed partition N of some of its input topics but not of the others: run, it
+ * would join against a partial table. The worker stops before processing anything of it.
+ */
+export class SplitJoinPartitionsError extends OnceflowError {
+  readonly code = 'JOIN_PARTITIONS_SPLIT';
+  constructor(task: string, join: string, missing: readonly string[]) {
+    super(`task ${task} runs join ${join} but was not assigned ${missing.join(', ')}: the group's assignor did not co-locate the join's partitions`);
+  }
+}

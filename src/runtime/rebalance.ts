@@ -1,5 +1,5 @@
 import type { LibrdKafkaError } from '@confluentinc/kafka-javascript';
-import { committedOffsets, cooperative } from '../kafka/clients.ts';
+import { assignmentChanges, committedOffsets, cooperative } from '../kafka/clients.ts';
 import { parseCommitMetadata } from './commit-metadata.ts';
 import { partitionKey, type PartitionProgress, type PartitionRef } from './partition-progress.ts';
 import type { RuntimeContext } from './runtime-context.ts';
@@ -56,8 +56,8 @@ export class RebalanceHandler {
     if (!consumer) return;
     for (const event of this.queue.splice(0)) {
       try {
-        if (event.kind === 'revoke') cooperative(consumer).incrementalUnassign(event.partitions);
-        else cooperative(consumer).incrementalAssign(event.partitions);
+        if (event.kind === 'revoke') assignmentChanges(consumer).remove(event.partitions);
+        else assignmentChanges(consumer).add(event.partitions);
       } catch {
         /* not connected any more */
       }
@@ -84,13 +84,13 @@ export class RebalanceHandler {
           // Before the unassign: until then no other worker writes this task's changelog.
           if (closed) await this.tasks.closeTaskState(closed, !event.lost);
         }
-        cooperative(consumer).incrementalUnassign(event.partitions);
+        assignmentChanges(consumer).remove(event.partitions);
         this.context.emit({ type: 'revoked', partitions: names, lost: event.lost });
       } else {
         const streamTimes = await this.loadCommitted(event.partitions);
         const fresh = this.tasks.addSources(event.partitions, streamTimes);
-        await this.tasks.restore(fresh);
-        cooperative(consumer).incrementalAssign(event.partitions.map((p) => this.progress.assignAt(p)));
+        await this.tasks.restore(fresh, (topic, partition) => this.progress.committed.get(partitionKey(topic, partition)));
+        assignmentChanges(consumer).add(event.partitions.map((p) => this.progress.assignAt(p)));
         this.context.emit({ type: 'assigned', partitions: names });
       }
       stats.tasks = this.tasks.size;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
-import { connectConsumer, consumeBatch, disconnect, watermarks, type RdConfig } from '../kafka/clients.ts';
+import { connectConsumer, consumeBatch, disconnect, READ_TO_END_CONFIG, watermarks, type RdConfig } from '../kafka/clients.ts';
 import type { RuntimeTask } from './worker-topology.ts';
 
 /**
@@ -10,6 +10,9 @@ import type { RuntimeTask } from './worker-topology.ts';
 export type RestoreStart = (task: RuntimeTask, store: string, changelog: { topic: string; partition: number; low: number; high: number }) => number;
 
 const fromTheStart: RestoreStart = (_task, _store, c) => c.low;
+
+/** Where a restore stops short of the end (exclusive), if it does: a table's source topic stops at the group's committed offset. */
+export type RestoreEnd = (task: RuntimeTask, changelog: { readonly topic: string; readonly partition: number; readonly sourceTopic?: boolean }) => number | undefined;
 
 /**
  * Rebuilds the tasks' stores from their changelog partitions before they process a record.
@@ -22,20 +25,17 @@ export async function restoreTasks(
   tasks: readonly RuntimeTask[],
   start: RestoreStart = fromTheStart,
   connect: (config: RdConfig) => Promise<KafkaConsumer> = connectConsumer,
+  endOf: RestoreEnd = () => undefined,
 ): Promise<number> {
-  const targets = new Map<string, { task: RuntimeTask; store: string }>();
-  for (const task of tasks) for (const c of task.changelogs) targets.set(`${c.topic}\u0000${c.partition}`, { task, store: c.store });
+  const targets = new Map<string, { task: RuntimeTask; store: string; end: number }>();
+  for (const task of tasks) for (const c of task.changelogs) targets.set(`${c.topic}\u0000${c.partition}`, { task, store: c.store, end: endOf(task, c) ?? Number.POSITIVE_INFINITY });
   if (targets.size === 0) return 0;
   const consumer = await connect({
     // The caller may name the group (the worker: its own, which its group grant covers): librdkafka looks up the
     // coordinator of any group.id, though this consumer only assigns and never joins or commits.
     'group.id': `onceflow-restore-${randomUUID()}`,
     ...clientConfig,
-    'enable.auto.commit': false,
-    'enable.partition.eof': true,
-    'isolation.level': 'read_committed',
-    'auto.offset.reset': 'earliest',
-    'fetch.wait.max.ms': 10,
+    ...READ_TO_END_CONFIG,
   });
   let restored = 0;
   try {
@@ -46,7 +46,7 @@ export async function restoreTasks(
       const partition = Number(p);
       const { low, high } = await watermarks(consumer, topic, partition, 30_000);
       const offset = start(task, store, { topic, partition, low, high });
-      if (high > offset) {
+      if (Math.min(high, targets.get(key)!.end) > offset) {
         pending.add(key);
         assignment.push({ topic, partition, offset });
       }
@@ -57,8 +57,14 @@ export async function restoreTasks(
     while (pending.size > 0) {
       const batch = await consumeBatch(consumer, 10_000);
       for (const m of batch) {
-        const target = targets.get(`${m.topic}\u0000${m.partition}`);
-        if (!target || m.key === null || m.key === undefined) continue;
+        const key = `${m.topic}\u0000${m.partition}`;
+        const target = targets.get(key);
+        if (!target || m.offset >= target.end) {
+          pending.delete(key);
+          continue;
+        }
+        if (m.offset >= target.end - 1) pending.delete(key);
+        if (m.key === null || m.key === undefined) continue;
         target.task.restore(target.store, typeof m.key === 'string' ? Buffer.from(m.key) : m.key, m.value);
         restored++;
       }

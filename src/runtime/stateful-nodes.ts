@@ -11,7 +11,7 @@ import { splitWindowStoreKey, windowStartsFor, windowStoreKey } from '../state/w
 import { StageFailure } from './task-errors.ts';
 import { errorCode, RuntimeNode, type Spec, type Step, TaskContext } from './task-context.ts';
 
-abstract class StatefulNode extends RuntimeNode {
+export abstract class StatefulNode extends RuntimeNode {
   readonly store: TransactionalStore;
   readonly storeSpec: CompiledStore;
   readonly keyCtx: SerdeContext;

@@ -15,6 +15,8 @@ export class SourceNode extends RuntimeNode {
   readonly #keyCtx: SerdeContext;
   readonly #valueCtx: SerdeContext;
   readonly #extract: ((v: unknown, k: unknown, ts: number) => number) | undefined;
+  /** A table's source: a null value is a tombstone, not something to decode. */
+  readonly #tombstones: boolean;
 
   constructor(ctx: TaskContext, node: CompiledNode) {
     super(ctx, node);
@@ -24,6 +26,7 @@ export class SourceNode extends RuntimeNode {
     this.#valueCtx = { topic: node.topic!, role: 'value' };
     const spec = node.spec as Spec<'source'>;
     this.#extract = spec.kind === 'source' ? spec.timestamp : undefined;
+    this.#tombstones = spec.kind === 'source' && spec.table === true;
   }
 
   protected apply(): Step {
@@ -39,7 +42,7 @@ export class SourceNode extends RuntimeNode {
     let value: unknown;
     try {
       key = this.#keySerde.deserialize(rec.key, this.#keyCtx);
-      value = this.#valueSerde.deserialize(rec.value, this.#valueCtx);
+      value = rec.value === null && this.#tombstones ? null : this.#valueSerde.deserialize(rec.value, this.#valueCtx);
     } catch (e) {
       if (e instanceof RetriableError || isTransient(e)) throw e;
       // A serde's own code (WIRE_MAGIC_BYTE, JSON_INVALID, ...) says more than a generic one.

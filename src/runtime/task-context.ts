@@ -42,6 +42,8 @@ export interface TaskEnvironment {
   readonly cache: RecordCacheOptions | undefined;
   /** Largest key + value + headers of one produced record (see core/record-size.ts). */
   readonly maxRecordBytes: number;
+  /** The rows of each global table, by store name; read-only to the task. */
+  readonly globalRows?: (store: string) => { row(key: unknown): unknown } | undefined;
   /** Told of each record a windowed aggregate drops as too late (the worker logs them, rate-limited). */
   readonly onLateRecord?: ((late: LateRecord) => void) | undefined;
 }
@@ -253,6 +255,14 @@ export abstract class RuntimeNode {
       throw new AsyncStageResultError(this.name, this.node.kind);
     }
     return result;
+  }
+
+  /**
+   * The node a parent forwards to: itself, or for a join one of its sides, so that the join knows
+   * which input a record came from.
+   */
+  inputFrom(_parent: string): RuntimeNode {
+    return this;
   }
 
   /** Rebuilds in-memory indexes from the store after a rollback or a failed record. */

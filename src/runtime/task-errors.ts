@@ -52,3 +52,11 @@ export class UnknownStoreError extends OnceflowError {
     super(`task ${task} has no store ${JSON.stringify(store)}`);
   }
 }
+
+/** A global-table join's table was not given to the task (TaskOptions.globalTables). */
+export class UnknownGlobalTableError extends OnceflowError {
+  readonly code = 'UNKNOWN_GLOBAL_TABLE';
+  constructor(node: string, store: string) {
+    super(`stage ${node} joins global table ${JSON.stringify(store)}, which this task was not given`);
+  }
+}

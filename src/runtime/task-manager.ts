@@ -7,9 +7,10 @@ import type { PartitionRef } from './partition-progress.ts';
 import { partitionKey } from './partition-progress.ts';
 import type { CommitCollector } from './records.ts';
 import { maxRecordBytesFor } from './record-size.ts';
-import { restoreTasks, type RestoreStart } from './restore.ts';
+import { restoreTasks, type RestoreEnd, type RestoreStart } from './restore.ts';
 import type { RuntimeContext } from './runtime-context.ts';
 import { taskId } from './task.ts';
+import { SplitJoinPartitionsError } from './errors.ts';
 import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
 
 interface DropCounts {
@@ -44,6 +45,8 @@ export class TaskManager {
   constructor(
     private readonly topology: RuntimeTopology,
     private readonly context: RuntimeContext,
+    /** The global tables' rows, which global-table joins read. */
+    private readonly globalRows?: (store: string) => { row(key: unknown): unknown } | undefined,
   ) {
     const { cacheMaxBytes, cacheMaxRecords } = context.config;
     this.cache = { budget: new CacheBudget(cacheMaxBytes), ...(cacheMaxRecords !== undefined ? { maxRecords: cacheMaxRecords } : {}) };
@@ -91,12 +94,13 @@ export class TaskManager {
       const id = taskId(sub, p.partition);
       let task = this.tasks.get(id);
       if (!task) {
+        this.requireWholeJoin(sub, p.partition, partitions);
         // A task reads the same partition of each of its sub-topology's sources; its stream time is the largest.
         const resumed = partitions
           .filter((q) => q.partition === p.partition && this.subtopologyOf.get(q.topic) === sub)
           .map((q) => streamTimes.get(partitionKey(q.topic, q.partition)))
           .filter((t): t is number => t !== undefined);
-        const timeOption = { maxRecordBytes: this.maxRecordBytes, onLateRecord: this.onLateRecord, ...(resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {}) };
+        const timeOption = { maxRecordBytes: this.maxRecordBytes, onLateRecord: this.onLateRecord, ...(this.globalRows ? { globalRows: this.globalRows } : {}), ...(resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {}) };
         if (this.persistentState) {
           const state = new this.persistentState(join(config.stateDir, config.appId, config.instanceId, id));
           task = this.topology.createTask(sub, p.partition, { storeFactory: state.storeFactory, cache: this.cache, ...timeOption });
@@ -112,6 +116,14 @@ export class TaskManager {
     return fresh;
   }
 
+  /** A join's task runs only with partition N of every topic it reads (the range assignor gives them together). */
+  private requireWholeJoin(sub: number, partition: number, assigned: readonly PartitionRef[]): void {
+    const group = this.topology.copartitionGroups?.find((g) => g.topics.some((t) => this.subtopologyOf.get(t) === sub));
+    if (!group) return;
+    const missing = group.topics.filter((t) => !assigned.some((q) => q.topic === t && q.partition === partition) && !this.bySource.has(partitionKey(t, partition)));
+    if (missing.length > 0) throw new SplitJoinPartitionsError(taskId(sub, partition), group.join, missing.map((t) => `${t}-${partition}`));
+  }
+
   /** Returns the task when this was its last source partition. */
   dropSource(p: PartitionRef): RuntimeTask | undefined {
     this.bySource.delete(partitionKey(p.topic, p.partition));
@@ -124,7 +136,8 @@ export class TaskManager {
     return task;
   }
 
-  async restore(tasks: RuntimeTask[]): Promise<void> {
+  /** `committedOf`: the group's committed offset of a source partition, where a table read from that topic is restored up to. */
+  async restore(tasks: RuntimeTask[], committedOf: (topic: string, partition: number) => number | undefined = () => undefined): Promise<void> {
     if (tasks.length === 0 || tasks.every((t) => t.changelogs.length === 0)) return;
     const started = Date.now();
     let fromCheckpoint = 0;
@@ -133,7 +146,8 @@ export class TaskManager {
       if (offset > c.low) fromCheckpoint++;
       return offset;
     };
-    const records = await restoreTasks({ ...this.context.clientConfig(), 'group.id': this.context.config.appId }, tasks, start, (config) => this.context.clients.consumer(config));
+    const end: RestoreEnd = (_task, c) => (c.sourceTopic ? (committedOf(c.topic, c.partition) ?? 0) : undefined);
+    const records = await restoreTasks({ ...this.context.clientConfig(), 'group.id': this.context.config.appId }, tasks, start, (config) => this.context.clients.consumer(config), end);
     for (const task of tasks) this.persistentStates.get(task)?.startProcessing();
     this.context.stats.restoredRecords += records;
     this.context.emit({ type: 'restored', records, ms: Date.now() - started, fromCheckpoint });
@@ -151,7 +165,8 @@ export class TaskManager {
     let offsets: ChangelogOffset[] | undefined;
     if (clean && consumer && this.lastTransactionCommitted) {
       try {
-        offsets = await Promise.all(task.changelogs.map(async (c) => ({ topic: c.topic, partition: c.partition, offset: (await watermarks(consumer, c.topic, c.partition, 10_000)).high })));
+        // a table's source topic is never checkpointed: its end is not where the store stands, the committed offset is
+        offsets = await Promise.all(task.changelogs.filter((c) => !c.sourceTopic).map(async (c) => ({ topic: c.topic, partition: c.partition, offset: (await watermarks(consumer, c.topic, c.partition, 10_000)).high })));
       } catch {
         // No checkpoint then: the next start rebuilds from the changelog, which is slower but exact.
       }

@@ -5,12 +5,44 @@ import type { TransactionalStore } from '../state/transactional.ts';
 import { RuntimeNode, TaskContext } from './task-context.ts';
 import { BranchNode, DeadLetterNode, EffectNode, FilterNode, FlatMapNode, FlatMapValuesNode, MapNode, MapValuesNode, PassThroughNode, PeekNode, SelectKeyNode, SinkNode, SourceNode } from './stateless-nodes.ts';
 import { AggregateNode, DedupeNode, LatestByVersionNode, WindowedAggregateNode } from './stateful-nodes.ts';
+import { rowsOf, TableFilterNode, TableMapValuesNode, ToTableNode } from './table-nodes.ts';
+import { GlobalTableJoinNode, StreamStreamJoinNode, StreamTableJoinNode, TableTableJoinNode } from './join-nodes.ts';
+import { UnknownGlobalTableError } from './task-errors.ts';
 export { TaskContext, type CachingNode, type RuntimeNode, type Step, type TaskEnvironment, type TaskMetrics } from './task-context.ts';
 export type { SourceNode } from './stateless-nodes.ts';
 export type { AggregateNode } from './stateful-nodes.ts';
 
-export function createRuntimeNode(ctx: TaskContext, node: CompiledNode, storeOf: (name: string) => { store: TransactionalStore; spec: CompiledStore }): RuntimeNode {
+type StoreOf = (name: string) => { store: TransactionalStore; spec: CompiledStore };
+
+/** `nodeOf`: an already created node of the task (a table a join reads); nodes are created parents first. */
+export function createRuntimeNode(ctx: TaskContext, node: CompiledNode, storeOf: StoreOf, nodeOf: (name: string) => RuntimeNode): RuntimeNode {
+  const tableInput = (i: number) => rowsOf(nodeOf(node.tableInputs![i]!), storeOf);
   switch (node.kind) {
+    case 'toTable': {
+      const s = storeOf(node.stores[0]!);
+      return new ToTableNode(ctx, node, s.store, s.spec);
+    }
+    case 'tableFilter':
+      return new TableFilterNode(ctx, node, tableInput(0));
+    case 'tableMapValues':
+      return new TableMapValuesNode(ctx, node, tableInput(0));
+    case 'streamTableJoin':
+      return new StreamTableJoinNode(ctx, node, tableInput(0));
+    case 'tableTableJoin':
+      return new TableTableJoinNode(ctx, node, tableInput(0), tableInput(1));
+    case 'streamStreamJoin': {
+      const n = new StreamStreamJoinNode(ctx, node, [storeOf(node.stores[0]!), storeOf(node.stores[1]!)]);
+      ctx.timeListeners.push(n);
+      return n;
+    }
+    case 'globalTableJoin': {
+      const rows = ctx.env.globalRows?.(node.globalStore!);
+      if (rows === undefined) throw new UnknownGlobalTableError(node.name, node.globalStore!);
+      return new GlobalTableJoinNode(ctx, node, rows);
+    }
+    case 'globalTable':
+      // never part of a sub-topology: compile keeps global tables out of the tasks
+      throw new UnknownGlobalTableError(node.name, node.name);
     case 'source':
     case 'repartitionSource':
       return new SourceNode(ctx, node);

@@ -36,6 +36,8 @@ export interface TaskOptions {
    * within `budget` (shared by the worker's tasks) and `maxRecords` keys per aggregate. Default: none.
    */
   readonly cache?: { readonly budget?: CacheBudget; readonly maxRecords?: number } | undefined;
+  /** The global tables' rows, by store name, for global-table joins (the worker's or the test driver's). */
+  readonly globalRows?: (store: string) => { row(key: unknown): unknown } | undefined;
   /** Told of each record a windowed aggregate drops as too late. */
   readonly onLateRecord?: TaskEnvironment['onLateRecord'];
 }
@@ -44,6 +46,8 @@ export interface ChangelogPartition {
   readonly store: string;
   readonly topic: string;
   readonly partition: number;
+  /** The table's source topic: restored up to the group's committed offset, never written, never checkpointed. */
+  readonly sourceTopic?: boolean;
 }
 
 const realSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -64,6 +68,8 @@ export class Task {
   readonly #sources = new Map<string, SourceNode>();
   readonly #stores = new Map<string, { store: TransactionalStore; spec: CompiledStore }>();
   readonly #storeList: TransactionalStore[] = [];
+  /** Stores whose writes go to a changelog of their own (a table read from a topic has its topic instead). */
+  readonly #loggedStores: readonly TransactionalStore[];
   readonly #stateful: RuntimeNode[] = [];
   readonly #caching: readonly CachingNode[];
   #committedStreamTime: number;
@@ -82,6 +88,7 @@ export class Task {
       random: opts.random ?? Math.random,
       cache: recordCacheOptions(opts.cache),
       maxRecordBytes: opts.maxRecordBytes ?? maxRecordBytesFor(),
+      ...(opts.globalRows ? { globalRows: opts.globalRows } : {}),
       onLateRecord: opts.onLateRecord,
     });
     if (opts.initialStreamTime !== undefined) this.#ctx.streamTime = opts.initialStreamTime;
@@ -95,16 +102,20 @@ export class Task {
       this.#stores.set(name, { store, spec });
       this.#storeList.push(store);
     }
-    this.changelogs = sub.stores.map((s) => ({ store: s, topic: this.#stores.get(s)!.spec.changelogTopic, partition }));
+    this.changelogs = sub.stores.map((s) => {
+      const spec = this.#stores.get(s)!.spec;
+      return { store: s, topic: spec.changelogTopic, partition, ...(spec.sourceTopicChangelog ? { sourceTopic: true } : {}) };
+    });
+    this.#loggedStores = this.#storeList.filter((s) => !this.#stores.get(s.name)!.spec.sourceTopicChangelog);
 
     const rt = new Map<string, RuntimeNode>();
     for (const n of sub.nodes) {
-      const node = createRuntimeNode(this.#ctx, n, (s) => this.#stores.get(s)!);
+      const node = createRuntimeNode(this.#ctx, n, (s) => this.#stores.get(s)!, (name) => rt.get(name)!);
       rt.set(n.name, node);
       if (n.kind === 'source' || n.kind === 'repartitionSource') this.#sources.set(n.topic!, node as SourceNode);
       if (n.stores.length > 0) this.#stateful.push(node);
     }
-    for (const n of sub.nodes) rt.get(n.name)!.children = n.children.map((c) => rt.get(c)!);
+    for (const n of sub.nodes) rt.get(n.name)!.children = n.children.map((c) => rt.get(c)!.inputFrom(n.name));
     this.#caching = this.#ctx.caching;
   }
 
@@ -296,7 +307,7 @@ export class Task {
   }
 
   #flushChangelogs(out: CommitCollector): void {
-    for (const s of this.#storeList) s.flushChangelog(out.changelog);
+    for (const s of this.#loggedStores) s.flushChangelog(out.changelog);
   }
 
   /** The transaction committed: buffered store writes become the committed state. */

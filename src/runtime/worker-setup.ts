@@ -23,8 +23,13 @@ export async function prepareTopics(admin: AdminClient, topology: RuntimeTopolog
   return new Map([...counts, ...specs.map((t) => [t.name, t.partitions] as const)]);
 }
 
-/** The worker's consumer: read_committed, offsets committed only by the worker, cooperative rebalancing. */
-export function consumerConfig(clientConfig: RdConfig, config: ResolvedWorkerConfig, onRebalance: (err: LibrdKafkaError, assignment: PartitionRef[]) => void): RdConfig {
+/**
+ * The worker's consumer: read_committed, offsets committed only by the worker, cooperative rebalancing.
+ * With `copartitioned` (the topology joins) the range assignor instead: the cooperative-sticky one
+ * may give partition N of a join's two inputs to two workers, and the join's task would see one side
+ * only; range gives every member the same partition numbers of equally sized topics it subscribes to.
+ */
+export function consumerConfig(clientConfig: RdConfig, config: ResolvedWorkerConfig, onRebalance: (err: LibrdKafkaError, assignment: PartitionRef[]) => void, copartitioned = false): RdConfig {
   return {
     ...clientConfig,
     'group.id': config.appId,
@@ -32,7 +37,7 @@ export function consumerConfig(clientConfig: RdConfig, config: ResolvedWorkerCon
     'enable.auto.commit': false,
     'enable.auto.offset.store': false,
     'auto.offset.reset': 'earliest',
-    'partition.assignment.strategy': 'cooperative-sticky',
+    'partition.assignment.strategy': copartitioned ? 'range' : 'cooperative-sticky',
     'session.timeout.ms': config.sessionTimeoutMs,
     'heartbeat.interval.ms': Math.max(100, Math.floor(config.sessionTimeoutMs / 5)),
     'max.poll.interval.ms': config.maxPollIntervalMs,

@@ -1,7 +1,7 @@
 import type { Serde, SerdeContext } from '../serdes/serde.ts';
 import type { CommitCollector, IncomingRecord, RecordCollector } from '../core/records.ts';
 import type { StoreFactory } from '../state/store.ts';
-import type { TaskPlan } from '../graph/types.ts';
+import type { CompiledGlobalTable, TaskPlan } from '../graph/types.ts';
 import type { TaskMetrics } from './task-nodes.ts';
 import { createTask, type TaskOptions } from './task.ts';
 
@@ -13,8 +13,12 @@ export interface RuntimeTopology {
   readonly appId: string;
   readonly subtopologies: readonly { readonly id: number; readonly sourceTopics: readonly string[] }[];
   readonly topics: readonly RuntimeTopic[];
+  /** Joins whose inputs must be co-partitioned; the worker then assigns partitions so that their tasks see both sides. */
+  readonly copartitionGroups?: readonly { readonly join: string; readonly topics: readonly string[] }[];
+  /** Global tables every worker reads whole, outside the transaction. */
+  readonly globalTables?: readonly CompiledGlobalTable[];
   serdeUsages(): readonly { readonly serde: Serde<unknown>; readonly ctx: SerdeContext }[];
-  createTask(subtopologyId: number, partition: number, opts?: { readonly storeFactory?: StoreFactory; readonly initialStreamTime?: number; readonly cache?: TaskOptions['cache']; readonly maxRecordBytes?: number }): RuntimeTask;
+  createTask(subtopologyId: number, partition: number, opts?: { readonly storeFactory?: StoreFactory; readonly initialStreamTime?: number; readonly cache?: TaskOptions['cache']; readonly maxRecordBytes?: number; readonly globalRows?: TaskOptions['globalRows'] }): RuntimeTask;
   /** Partition counts of every topic, internal ones derived from the external sources' counts. */
   resolvePartitions(sourcePartitions: ReadonlyMap<string, number>): { readonly topics: readonly RuntimeTopic[] };
   /** Worst-case time one record may spend in retry backoff: it must fit in a transaction. */
@@ -32,7 +36,7 @@ export interface RuntimeTopic {
 }
 
 export interface RuntimeTask {
-  readonly changelogs: readonly { readonly store: string; readonly topic: string; readonly partition: number }[];
+  readonly changelogs: readonly { readonly store: string; readonly topic: string; readonly partition: number; readonly sourceTopic?: boolean }[];
   restore(store: string, key: Buffer, value: Buffer | null): void;
   process(record: IncomingRecord, collector: RecordCollector): void | Promise<void>;
   /** Emits what the task holds back until its transaction commits (cached results, changelog records); tasks without stores may omit it. */
@@ -54,6 +58,8 @@ export function runtimeTopology(compiled: TaskPlan & Omit<RuntimeTopology, 'crea
     appId: compiled.appId,
     subtopologies: compiled.subtopologies,
     topics: compiled.topics,
+    copartitionGroups: compiled.copartitionGroups ?? [],
+    globalTables: compiled.globalTables ?? [],
     serdeUsages: () => compiled.serdeUsages(),
     resolvePartitions: (sourcePartitions) => compiled.resolvePartitions(sourcePartitions),
     totalRetryBudgetMs: () => compiled.totalRetryBudgetMs(),

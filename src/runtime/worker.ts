@@ -25,6 +25,7 @@ import { runtimeTopology, type RuntimeTopology } from './worker-topology.ts';
 import type { PartitionLag, TopicRecordCount, WorkerEvent, WorkerStats } from './worker-events.ts';
 import { LOOPING, WORKER_TRANSITIONS, type WorkerState } from './worker-state.ts';
 import { consumerConfig, partitionLag, prepareTopics } from './worker-setup.ts';
+import { GlobalTableReader } from './global-table-reader.ts';
 export { LINEAGE } from '../core/headers.ts';
 export { CHAOS_PHASES, type ChaosPhase } from './faults.ts';
 export type { WorkerEvent, WorkerStats } from './worker-events.ts';
@@ -83,6 +84,7 @@ export class Worker extends EventEmitter {
   private transientFailures = 0;
   /** The batch fetched while the last commit waited on the broker, with the partition epoch it was fetched under. */
   private prefetched: { readonly batch: Promise<Message[]>; readonly epoch: number } | undefined;
+  private readonly globalTables: GlobalTableReader;
 
   /** `topology`: a compiled topology (`compile(...)`), or the runtime's view of one. */
   constructor(topology: RuntimeTopology | (TaskPlan & Omit<RuntimeTopology, 'createTask'>), config: WorkerConfigInput, options: WorkerOptions = {}) {
@@ -117,7 +119,8 @@ export class Worker extends EventEmitter {
       onTransition,
     });
     const deadLetterTopics = new Set(topology.topics.filter((t) => t.kind === 'dead-letter').map((t) => t.name));
-    this.tasks = new TaskManager(this.topology, context);
+    this.globalTables = new GlobalTableReader(this.topology.globalTables ?? [], (config) => this.clients.consumer(config));
+    this.tasks = new TaskManager(this.topology, context, this.globalTables.rowsOf);
     this.collector = new WorkerRecordCollector(context, this.output, deadLetterTopics);
     this.transaction = new TransactionDriver(context, this.output, this.tasks, this.progress, this.collector, this.guardOptions());
     this.rebalances = new RebalanceHandler(context, this.tasks, this.progress, this.transaction, () => this.lifecycle.is('STOPPED', 'FAILED'));
@@ -178,8 +181,9 @@ export class Worker extends EventEmitter {
     for (const { serde, ctx } of this.topology.serdeUsages()) {
       await serde.prepare?.(ctx, { registryUrl: this.config.registryUrl });
     }
+    await this.globalTables.load({ ...this.context.clientConfig(), 'group.id': this.config.appId }, this.partitionsByTopic);
     await this.output.connect();
-    this.consumer = await this.clients.consumer(consumerConfig(this.context.clientConfig(), this.config, this.rebalances.onRebalance));
+    this.consumer = await this.clients.consumer(consumerConfig(this.context.clientConfig(), this.config, this.rebalances.onRebalance, (this.topology.copartitionGroups?.length ?? 0) > 0));
     this.consumer.setDefaultConsumeTimeout(50);
     // Otherwise consume(n) waits up to the timeout for each further message: under a trickle a batch,
     // and the transaction with it, would stay open for seconds.
@@ -215,6 +219,7 @@ export class Worker extends EventEmitter {
         // The consume call a commit started ends first: nothing else may act on the consumer meanwhile.
         const prefetched = await this.endPrefetch();
         if (this.rebalances.pending) await this.rebalance();
+        await this.globalTables.poll();
         if (this.progress.unsettled.size > 0) await this.transaction.settlePartitions();
         let batch: Message[];
         try {
@@ -324,6 +329,7 @@ export class Worker extends EventEmitter {
     this.prefetched = undefined;
     await this.tasks.closeAll(clean);
     if (consumer) await disconnect(consumer, this.config.shutdownTimeoutMs);
+    await this.globalTables.close();
     await this.output.close();
     this.consumer = undefined;
     this.instanceClaim?.release();

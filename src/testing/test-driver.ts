@@ -7,6 +7,7 @@ import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordHeader } fr
 import { createTask, taskId, type Step, type Task, type TaskMetrics, type TaskOptions } from '../runtime/task.ts';
 import { partitionFor } from './partitioner.ts';
 import { DEAD_LETTER } from '../core/headers.ts';
+import { globalTableRows, type GlobalTableRows } from '../runtime/global-tables.ts';
 
 export class UnknownTestTopicError extends OnceflowError {
   readonly code = 'UNKNOWN_TEST_TOPIC';
@@ -83,7 +84,8 @@ export interface LoggedRecord {
 }
 
 export interface TestInputTopic<K, V> {
-  pipe(key: K, value: V, opts?: PipeOptions): Step;
+  /** A null value is a tombstone: it deletes the key's row of a table. */
+  pipe(key: K, value: V | null, opts?: PipeOptions): Step;
   /** Pipes bytes as they are, e.g. a value that does not decode. */
   pipeRaw(key: Buffer | null, value: Buffer | null, opts?: PipeOptions): Step;
 }
@@ -123,12 +125,14 @@ export class TopologyTestDriver {
   readonly compiled: CompiledTopology;
   readonly #partitions: number;
   readonly #autoCommit: boolean;
-  readonly #taskOpts: TaskOptions;
+  #taskOpts: TaskOptions;
   readonly #tasks = new Map<string, Task>();
   readonly #open = new Set<Task>();
   readonly #logs = new Map<string, LoggedRecord[]>();
   readonly #offsets = new Map<string, number>();
   readonly #readPos = new Map<string, number>();
+  /** Global tables by topic: a record piped into one updates every task's view at once, as the worker's reader does. */
+  readonly #globalByTopic = new Map<string, GlobalTableRows>();
   #pending: OutgoingRecord[] = [];
   #uncommittedInputs: IncomingRecord[] = [];
   #clock: number;
@@ -147,11 +151,16 @@ export class TopologyTestDriver {
       ...(opts.now ? { now: opts.now } : {}),
       ...(opts.cacheMaxRecords !== undefined ? { cache: { maxRecords: opts.cacheMaxRecords } } : {}),
     };
+    const globals = globalTableRows(this.compiled.globalTables);
+    for (const g of globals.values()) this.#globalByTopic.set(g.table.topic, g);
+    if (globals.size > 0) this.#taskOpts = { ...this.#taskOpts, globalRows: (store) => globals.get(store) };
   }
 
   #sourceNode(topic: string): { keySerde: Serde<unknown>; valueSerde: Serde<unknown> } {
     for (const n of this.compiled.nodes.values()) if (n.kind === 'source' && n.topic === topic) return { keySerde: n.keySerde!, valueSerde: n.valueSerde! };
-    const known = [...this.compiled.nodes.values()].filter((n) => n.kind === 'source').map((n) => n.topic!);
+    const global = this.#globalByTopic.get(topic);
+    if (global) return { keySerde: global.table.keySerde, valueSerde: global.table.valueSerde };
+    const known = [...[...this.compiled.nodes.values()].filter((n) => n.kind === 'source').map((n) => n.topic!), ...this.#globalByTopic.keys()];
     throw new UnknownTestTopicError(topic, 'input', known);
   }
 
@@ -222,6 +231,11 @@ export class TopologyTestDriver {
     if (timestamp > this.#clock) this.#clock = timestamp;
     const headers = Object.entries(opts.headers ?? {}).map(([k, v]) => ({ key: k, value: Buffer.from(v, 'utf8') }));
     const rec = this.#append(topic, this.#partitionOf(key), { key, value, timestamp, headers });
+    const global = this.#globalByTopic.get(topic);
+    if (global) {
+      global.apply(key, value);
+      return;
+    }
     return then(this.#deliver(rec), () => (this.#autoCommit ? this.#commit() : undefined));
   }
 
@@ -230,7 +244,7 @@ export class TopologyTestDriver {
     const kctx: SerdeContext = { topic, role: 'key' };
     const vctx: SerdeContext = { topic, role: 'value' };
     return {
-      pipe: (key, value, opts) => this.#guard(() => this.#pipe(topic, keySerde.serialize(key, kctx), valueSerde.serialize(value, vctx), opts)),
+      pipe: (key, value, opts) => this.#guard(() => this.#pipe(topic, keySerde.serialize(key, kctx), value === null ? null : valueSerde.serialize(value, vctx), opts)),
       pipeRaw: (key, value, opts) => this.#guard(() => this.#pipe(topic, key, value, opts)),
     };
   }

@@ -15,7 +15,7 @@ export interface Pipeline {
   readonly model: ExpectationModel;
 }
 
-export type PipelineName = 'orders' | 'word-count';
+export type PipelineName = 'orders' | 'word-count' | 'enrichment';
 
 interface OrderLike {
   eventId: string;
@@ -99,7 +99,89 @@ function wordCountModel(): ExpectationModel {
   };
 }
 
+interface EnrichmentEventLike {
+  type: 'customer' | 'order';
+  segment?: string;
+  amount?: number;
+}
+
+function parseEnrichmentEvent(r: IncomingRecord): EnrichmentEventLike | undefined {
+  try {
+    const v = JSON.parse(r.value?.toString() ?? 'null') as EnrichmentEventLike | null;
+    return v && (v.type === 'customer' || v.type === 'order') ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * topology/enrichment-events.ts: customer updates and orders in one topic keyed by customer id. An
+ * order joins the segment of the last customer update before it in its partition (none: no result);
+ * the total per segment is the sum of the joined orders' amounts.
+ */
+function enrichmentModel(): ExpectationModel {
+  const run = (inputs: readonly IncomingRecord[]) => {
+    const segmentOf = new Map<string, string>();
+    const joined: IncomingRecord[] = [];
+    const totals = new Map<string, number>();
+    for (const r of inPartitionOrder(inputs)) {
+      const e = parseEnrichmentEvent(r);
+      const customerId = r.key?.toString() ?? '';
+      if (!e) continue;
+      if (e.type === 'customer') {
+        segmentOf.set(customerId, e.segment ?? '');
+        continue;
+      }
+      const segment = segmentOf.get(customerId);
+      if (segment === undefined) continue;
+      joined.push(r);
+      totals.set(segment, (totals.get(segment) ?? 0) + (e.amount ?? 0));
+    }
+    return { joined, totals };
+  };
+  return {
+    name: 'enrichment: customer updates → table; orders join it → total per segment',
+    expectedProducers: (inputs) => {
+      // Every joined order is re-keyed by segment into the repartition topic; a poison record is dead-lettered.
+      const ids = new Set(run(inputs).joined.map(recordId));
+      for (const r of inputs) if (!parseEnrichmentEvent(r)) ids.add(recordId(r));
+      return ids;
+    },
+    expectedFinal: (inputs) => new Map([...run(inputs).totals].map(([k, v]) => [k, String(v)])),
+    readOutput: (r) => ({ key: r.key?.toString() ?? '', value: String(JSON.parse(r.value?.toString() ?? 'null')) }),
+  };
+}
+
+const SEGMENTS = ['gold', 'silver', 'basic', 'trial'];
+
+/** Customer updates interleaved with orders, keyed by customer id; some orders come before their customer's first update. */
+function enrichmentInput({ records, seed, poison }: { records: number; seed: number; poison: number }): InputRecord[] {
+  const rand = prng(seed);
+  const customers = Math.max(5, Math.floor(records / 40));
+  const versions = new Map<string, number>();
+  const out: InputRecord[] = [];
+  for (let i = 0; i < records; i++) {
+    const customerId = `c${Math.floor(rand() * customers)}`;
+    if (rand() < (versions.has(customerId) ? 0.1 : 0.5)) {
+      const version = (versions.get(customerId) ?? 0) + 1;
+      versions.set(customerId, version);
+      out.push({ key: customerId, value: JSON.stringify({ type: 'customer', customerId, name: `customer ${customerId}`, segment: SEGMENTS[Math.floor(rand() * SEGMENTS.length)], version }) });
+    } else {
+      out.push({ key: customerId, value: JSON.stringify({ type: 'order', orderId: `o${i}`, customerId, amount: 1 + Math.floor(rand() * 100) }) });
+    }
+  }
+  for (let p = 0; p < poison; p++) out.splice(Math.floor(rand() * out.length), 0, { key: `c${p % customers}`, value: '{"type": "order", broken' });
+  return out;
+}
+
 export const pipelines: Record<PipelineName, Pipeline> = {
+  enrichment: {
+    name: 'enrichment',
+    file: 'topology/enrichment-events.ts',
+    env: (input, output) => ({ ONCEFLOW_ENRICH_EVENTS_INPUT: input, ONCEFLOW_ENRICH_EVENTS_OUTPUT: output }),
+    input: enrichmentInput,
+    model: enrichmentModel(),
+  },
   orders: {
     name: 'orders',
     file: 'topology/orders.ts',

@@ -237,6 +237,11 @@ export class FakeConsumer {
     for (const o of offsets) this.cluster.committed.set(`${o.topic}-${o.partition}`, o.offset);
   }
 
+  /** The worker's topologies here have no joins, so it asks for the cooperative-sticky assignor. */
+  rebalanceProtocol(): string {
+    return 'COOPERATIVE';
+  }
+
   incrementalAssign(partitions: TopicPartitionOffset[]): void {
     this.cluster.log(`consumer.incrementalAssign ${partitions.map((p) => `${p.topic}-${p.partition}@${p.offset}`).join(',')}`);
     for (const p of partitions) this.positions.set(`${p.topic}-${p.partition}`, Math.max(0, p.offset));
