@@ -14,6 +14,8 @@ const OFFSET_BEGINNING = -2;
  */
 export class GlobalTableReader {
   readonly rows: ReadonlyMap<string, GlobalTableRows>;
+  /** The same rows by source topic, for applying what the consumer hands over. */
+  readonly #rowsByTopic: ReadonlyMap<string, GlobalTableRows>;
   #consumer: KafkaConsumer | undefined;
 
   constructor(
@@ -21,6 +23,7 @@ export class GlobalTableReader {
     private readonly connect: (config: RdConfig) => Promise<KafkaConsumer>,
   ) {
     this.rows = globalTableRows(tables);
+    this.#rowsByTopic = new Map(tables.map((t) => [t.topic, this.rows.get(t.store)!]));
   }
 
   /** The rows of a global table by store name, for the tasks' global-table joins. */
@@ -53,10 +56,9 @@ export class GlobalTableReader {
   }
 
   #apply(batch: readonly { topic: string; key?: Buffer | string | null; value: Buffer | null }[]): number {
-    const byTopic = new Map(this.tables.map((t) => [t.topic, this.rows.get(t.store)!]));
     let applied = 0;
     for (const m of batch) {
-      const rows = byTopic.get(m.topic);
+      const rows = this.#rowsByTopic.get(m.topic);
       if (!rows || m.key === null || m.key === undefined) continue;
       rows.apply(typeof m.key === 'string' ? Buffer.from(m.key) : m.key, m.value);
       applied++;
