@@ -6,7 +6,7 @@ import { connectProducer, disconnect, flush } from '../../src/kafka/clients.ts';
 import { readTopic } from '../../src/kafka/read-topic.ts';
 import { Worker } from '../../src/runtime/worker.ts';
 import { runtimeTopology } from '../../src/runtime/worker-topology.ts';
-import { WorkerError } from '../../src/runtime/txn-errors.ts';
+import { WorkerError } from '../../src/runtime/errors.ts';
 import { stringSerde } from '../../src/serdes/index.ts';
 import { waitCaughtUp } from '../../src/verify/progress.ts';
 import { createTopics, testCluster, uniqueName } from '../support/cluster.ts';

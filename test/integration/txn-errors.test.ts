@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import type { Producer } from '@confluentinc/kafka-javascript';
 import { abortTransaction, beginTransaction, commitTransaction, connectProducer, disconnect, initTransactions } from '../../src/kafka/clients.ts';
 import { readTopic } from '../../src/kafka/read-topic.ts';
-import { classifyTxnError, isFencing } from '../../src/runtime/txn-errors.ts';
+import { classifyTxnError, isFencing } from '../../src/runtime/transaction/kafka-errors.ts';
 import { createTopics, testCluster, uniqueName } from '../support/cluster.ts';
 
 // The worker's reaction to a failed transaction is decided by classifyTxnError; these errors come from
