@@ -1,4 +1,4 @@
-import { createReadStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
@@ -60,8 +60,14 @@ export async function startConsoleServer(source: ConsoleSource, options: Console
     if (req.method !== 'GET' && req.method !== 'HEAD') return json(res, 405, { error: 'method not allowed' });
     const file = FILES[path === '/index.html' ? '/' : path];
     if (file) {
-      res.writeHead(200, { 'content-type': file.type });
-      createReadStream(file.path).on('error', () => res.end()).pipe(res);
+      // Small files, read whole: a missing asset is a 500 naming it, not an empty 200.
+      readFile(file.path).then(
+        (body) => {
+          res.writeHead(200, { 'content-type': file.type });
+          res.end(body);
+        },
+        (e: unknown) => json(res, 500, { error: `cannot read ${file.path}: ${e instanceof Error ? e.message : String(e)}` }),
+      );
       return;
     }
     switch (path) {

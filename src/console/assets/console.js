@@ -44,6 +44,7 @@ function drawGraph(graph) {
   dagre.layout(g);
 
   const { width, height } = g.graph();
+  // Natural size, scaled down to the card's width (CSS max-width) so that a wide topology is seen whole.
   const svg = el('svg', { width: Math.ceil(width), height: Math.ceil(height), viewBox: `0 0 ${Math.ceil(width)} ${Math.ceil(height)}`, role: 'img', 'aria-label': 'topology graph' });
   for (const s of graph.subtopologies) {
     const c = g.node(`sub:${s}`);
