@@ -66,7 +66,7 @@ export interface LiveSnapshot {
 export interface LiveStateOptions {
   readonly appId: string;
   readonly admin: AdminClient;
-  readonly deadLetters: DeadLetterFeed;
+  readonly deadLetters: Pick<DeadLetterFeed, 'topic' | 'following' | 'follow' | 'takeError' | 'summary'>;
   /** `/metrics` URLs of workers, matched to members by the transactional id they report. */
   readonly memberUrls?: readonly string[];
   /** Else `http://<member host>:<port>/metrics` for each member (one port for every replica, as in a Deployment). */

@@ -20,6 +20,7 @@ import { produceRecords } from '../../src/kafka/produce-records.ts';
 import { projectRoot } from '../../src/kafka/paths.ts';
 import { eventually, WorkerProcess } from '../../src/verify/worker-process.ts';
 import { createTopics, testCluster, uniqueName } from '../support/cluster.ts';
+import { freePort } from '../support/ports.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = join(projectRoot(), 'test', 'tmp', 'console');
@@ -29,14 +30,6 @@ const cleanups: (() => Promise<unknown>)[] = [];
 after(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
 });
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((resolve) => s.close(resolve));
-  return port;
-}
 
 /** The charge endpoint the effect calls: answers every debit with 201. */
 async function chargeEndpoint(): Promise<{ url: string; server: Server }> {

@@ -46,6 +46,8 @@ function drawGraph(graph) {
   const { width, height } = g.graph();
   // Natural size, scaled down to the card's width (CSS max-width) so that a wide topology is seen whole.
   const svg = el('svg', { width: Math.ceil(width), height: Math.ceil(height), viewBox: `0 0 ${Math.ceil(width)} ${Math.ceil(height)}`, role: 'img', 'aria-label': 'topology graph' });
+  // Never below three quarters of its natural size: a wide topology scrolls rather than shrinking into unreadable text.
+  svg.style.minWidth = `${Math.round(width * 0.75)}px`;
   for (const s of graph.subtopologies) {
     const c = g.node(`sub:${s}`);
     if (!c || c.width === undefined) continue;
