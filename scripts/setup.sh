@@ -17,6 +17,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# 1b. Chromium for the console's browser test (driven by playwright-core, which downloads no browser).
+if ! dpkg -s chromium >/dev/null 2>&1; then
+  say "installing chromium (the console's browser test)"
+  if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
+
 # 2. npm dependencies; the Kafka client's prebuilt binary cannot be downloaded here, so build it.
 export CKJS_LINKING=dynamic
 native_ok() { node -e "require('@confluentinc/kafka-javascript')" >/dev/null 2>&1; }

@@ -14,3 +14,14 @@ export abstract class OnceflowError extends Error {
 export function isOnceflowError(e: unknown): e is OnceflowError {
   return e instanceof OnceflowError;
 }
+
+/** An HTTP server of onceflow's could not listen on its port (taken, or not allowed). */
+export abstract class ListenError extends OnceflowError {
+  constructor(
+    message: string,
+    readonly port: number,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

@@ -2,7 +2,7 @@ import { Option, type Command } from 'commander';
 import { compile } from '../graph/compile.ts';
 import type { CompiledTopology } from '../graph/compiled.ts';
 import type { CompiledNode } from '../graph/types.ts';
-import { STAGE_KINDS } from '../dsl/nodes.ts';
+import { STAGE_KINDS, type KeyValueFn } from '../dsl/nodes.ts';
 import { loadTopology } from '../dsl/load.ts';
 import { typecheckTopology } from './typecheck.ts';
 
@@ -34,6 +34,8 @@ export interface TopologyDescription {
       /** Tables whose rows a join or table operation reads by key. */
       readonly tableInputs?: readonly string[];
       readonly globalStore?: string;
+      /** For an effect: what its idempotency key is made of (the key function's source, or the default). */
+      readonly idempotencyKey?: string;
     }[];
   }[];
   readonly stores: readonly { readonly name: string; readonly kind: string; readonly node: string; readonly subtopology: number; readonly changelogTopic: string; readonly sourceTopicChangelog?: boolean; readonly window?: { readonly type: string; readonly sizeMs: number; readonly advanceMs: number; readonly graceMs: number; readonly emitFinal: boolean } }[];
@@ -45,6 +47,15 @@ export interface TopologyDescription {
 
 function roleOf(n: CompiledNode): 'source' | 'processor' | 'sink' {
   return STAGE_KINDS[n.kind].role;
+}
+
+const DEFAULT_IDEMPOTENCY_KEY = '${topic}-${partition}-${offset} of the source record';
+
+/** The key function's own source, short enough for a label: it is what an operator checks the target dedupes on. */
+function idempotencyKeyText(fn: KeyValueFn | undefined): string {
+  if (!fn) return DEFAULT_IDEMPOTENCY_KEY;
+  const source = String(fn).replace(/\s+/g, ' ').trim();
+  return source.length > 80 ? `${source.slice(0, 77)}...` : source;
 }
 
 export function describeJson(c: CompiledTopology): TopologyDescription {
@@ -70,6 +81,7 @@ export function describeJson(c: CompiledTopology): TopologyDescription {
         ...(n.valueSerde ? { valueSerde: n.valueSerde.name } : {}),
         ...(n.tableInputs ? { tableInputs: n.tableInputs } : {}),
         ...(n.globalStore !== undefined ? { globalStore: n.globalStore } : {}),
+        ...(n.spec.kind === 'effect' ? { idempotencyKey: idempotencyKeyText(n.spec.idempotencyKey) } : {}),
       })),
     })),
     stores: [...c.stores.values()].map((s) => ({

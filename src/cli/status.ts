@@ -3,7 +3,7 @@ import { KafkaJS } from '@confluentinc/kafka-javascript';
 import { OnceflowError } from '../errors.ts';
 import { withAdmin, type AdminClient } from '../kafka/admin.ts';
 import { parseCommitMetadata, type CommitMetadata } from '../runtime/commit-metadata.ts';
-import { parseWorkerConfig } from '../runtime/config.ts';
+import { parseWorkerConfig, type WorkerConfig } from '../runtime/config.ts';
 import { resolveConfigSources, type ConfigFlags } from './config-sources.ts';
 import { bootstrapSource, devConnection, requireReachable } from './connection.ts';
 
@@ -154,37 +154,49 @@ export interface StatusIo {
   readonly signal?: AbortSignal;
 }
 
-interface StatusFlags {
+/** The flags of a command that reads an application's group: where the broker is and which group. */
+export interface GroupFlags {
   appId?: string;
   bootstrap?: string;
   config?: string;
   kafka?: string[];
+}
+
+interface StatusFlags extends GroupFlags {
   watch?: boolean;
   json?: boolean;
 }
 
-export function registerStatus(program: Command, io: StatusIo = { out: (t) => process.stdout.write(t) }): void {
-  program
-    .command('status')
-    .description("an application's consumer group: members, assigned partitions, committed and end offsets, lag")
+export function addGroupOptions(command: Command): Command {
+  return command
     .option('--app-id <id>', 'the application (its consumer group id; env ONCEFLOW_APP_ID)')
     .option('--bootstrap <servers>', 'Kafka bootstrap servers (env ONCEFLOW_BOOTSTRAP)')
     .option('--config <file>', 'YAML or JSON config file')
-    .option('--kafka <key=value>', 'librdkafka option, repeatable', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--kafka <key=value>', 'librdkafka option, repeatable', (v: string, prev: string[] = []) => [...prev, v]);
+}
+
+/** Same layering and validation as the worker, so a group reader connects exactly as the worker does; fails early on an unreachable broker. */
+export async function groupConfig(opts: GroupFlags, fallbackAppId?: string): Promise<WorkerConfig> {
+  const appId = opts.appId ?? (process.env.ONCEFLOW_APP_ID === undefined ? fallbackAppId : undefined);
+  const flags: ConfigFlags = {
+    ...(appId !== undefined ? { appId } : {}),
+    ...(opts.bootstrap !== undefined ? { bootstrap: opts.bootstrap } : {}),
+    ...(opts.kafka !== undefined ? { kafka: opts.kafka } : {}),
+  };
+  const dev = devConnection();
+  const { input, origin } = resolveConfigSources({ ...(opts.config !== undefined ? { file: opts.config } : {}), env: process.env, flags, ...(dev ? { devCluster: dev } : {}) });
+  const config = parseWorkerConfig(input);
+  // Before any group call: on an unreachable broker those crashed the admin client (SIGSEGV).
+  await requireReachable({ bootstrap: config.bootstrap, source: bootstrapSource(origin.bootstrap, dev), dev }, config.kafka);
+  return config;
+}
+
+export function registerStatus(program: Command, io: StatusIo = { out: (t) => process.stdout.write(t) }): void {
+  addGroupOptions(program.command('status').description("an application's consumer group: members, assigned partitions, committed and end offsets, lag"))
     .option('--watch', 'refresh every 2 s until interrupted')
     .option('--json', 'print the status as JSON')
     .action(async (opts: StatusFlags) => {
-      const flags: ConfigFlags = {
-        ...(opts.appId !== undefined ? { appId: opts.appId } : {}),
-        ...(opts.bootstrap !== undefined ? { bootstrap: opts.bootstrap } : {}),
-        ...(opts.kafka !== undefined ? { kafka: opts.kafka } : {}),
-      };
-      // Same layering and validation as the worker, so status connects exactly as the worker does.
-      const dev = devConnection();
-      const { input, origin } = resolveConfigSources({ ...(opts.config !== undefined ? { file: opts.config } : {}), env: process.env, flags, ...(dev ? { devCluster: dev } : {}) });
-      const config = parseWorkerConfig(input);
-      // Before any group call: on an unreachable broker those crashed the admin client (SIGSEGV).
-      await requireReachable({ bootstrap: config.bootstrap, source: bootstrapSource(origin.bootstrap, dev), dev }, config.kafka);
+      const config = await groupConfig(opts);
       const render = (s: GroupStatus) => (opts.json ? `${JSON.stringify(s)}\n` : formatStatus(s));
       await withAdmin(
         config.bootstrap,

@@ -40,7 +40,8 @@ export interface DeadLetterEntry {
 
 const OWN_HEADER = /^onceflow\.(lineage$|(error|source|src|txn|replay)\.)/;
 
-function entryOf(r: IncomingRecord): DeadLetterEntry {
+/** The entry a dead-letter topic record stands for; the console reads them one by one as they arrive. */
+export function entryOf(r: IncomingRecord): DeadLetterEntry {
   const h = (k: string) => r.headers.find((x) => x.key === k)?.value.toString() ?? '';
   const epochMs = Number(h(DEAD_LETTER.time));
   return {

@@ -80,6 +80,17 @@ export function attachMetrics(worker: ObservedWorker, options: MetricsOptions = 
       this.set(worker.stats.lastCommitAt / 1000);
     },
   });
+  // Who and in which state: the console matches a scrape to a group member by its client id (the transactional id).
+  new Gauge({
+    name: 'onceflow_worker_info',
+    help: 'Always 1; labels: the transactional id (also the client id of its Kafka clients) and the lifecycle state',
+    labelNames: ['transactional_id', 'state'] as const,
+    registers,
+    collect() {
+      this.reset();
+      this.set({ transactional_id: worker.transactionalId, state: worker.state ?? 'unknown' }, 1);
+    },
+  });
   const commitLatency = new Histogram({
     name: 'onceflow_commit_latency_seconds',
     help: 'Time to commit a transaction: offsets to the transaction plus EndTxn',

@@ -25,6 +25,7 @@ test('an unreachable broker is BROKER_UNREACHABLE naming the address and where i
     { name: 'run', args: ['run', 'topology/word-count.ts', '--no-typecheck', '--bootstrap', unreachable] },
     { name: 'status', args: ['status', '--app-id', 'orders'], env: { ONCEFLOW_BOOTSTRAP: unreachable } },
     { name: 'dlq list', args: ['dlq', 'list', '--app-id', 'orders', '--bootstrap', unreachable] },
+    { name: 'console', args: ['console', 'topology/word-count.ts', '--no-typecheck', '--port', '0', '--bootstrap', unreachable] },
     { name: 'verify', args: ['verify', '--input', 'orders', '--output', 'totals', '--app-id', 'orders', '--bootstrap', unreachable] },
     { name: 'topics list', args: ['topics', 'list', '--bootstrap', unreachable] },
     { name: 'produce', args: ['produce', 'orders', '--bootstrap', unreachable] },

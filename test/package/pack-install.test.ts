@@ -160,7 +160,7 @@ describe(`the packed ${pkg.name} tarball, installed into a project of its own`, 
     const outside = packed.files.map((f) => f.path).filter((p) => !/^(dist|bin)\//.test(p) && !/^(package\.json|README\.md|LICENSE)$/.test(p));
     assert.deepEqual(outside, []);
     const paths = new Set(packed.files.map((f) => f.path));
-    for (const entry of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/testing/index.js', 'dist/src/effects/index.d.ts', 'dist/src/cli/main.js', 'dist/src/kafka/SecurityAdmin.java', 'bin/onceflow.js']) {
+    for (const entry of ['dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/testing/index.js', 'dist/src/effects/index.d.ts', 'dist/src/cli/main.js', 'dist/src/kafka/SecurityAdmin.java', 'dist/src/console/assets/index.html', 'dist/src/console/assets/console.js', 'dist/src/console/assets/console.css', 'bin/onceflow.js']) {
       assert.ok(paths.has(entry), `${entry} is not in the tarball`);
     }
     assert.ok(packed.size < 1_000_000, `the tarball is ${packed.size} bytes`);
@@ -195,6 +195,27 @@ describe(`the packed ${pkg.name} tarball, installed into a project of its own`, 
     assert.equal(json.subtopologies.length, 2);
     assert.ok(json.topics.some((t) => t.name === 'scratch-shop-spent-repartition'));
     assert.ok(!existsSync(join(app, 'node_modules', pkg.name, 'src')), 'the installed package has src/, so the bin would run it instead of dist/');
+  });
+
+  it('the installed package serves the console page, its assets and the graph library from node_modules', () => {
+    writeFileSync(
+      join(app, 'serve.mjs'),
+      `import { startConsoleServer } from './node_modules/${pkg.name}/dist/src/console/server.js';
+const server = await startConsoleServer({ graph: undefined, latest: () => undefined, subscribe: () => () => undefined }, { port: 0 });
+const got = {};
+for (const path of ['/', '/assets/console.js', '/assets/console.css', '/assets/dagre.min.js']) {
+  const res = await fetch(new URL(path, server.url));
+  got[path] = [res.status, (await res.text()).length];
+}
+await server.close();
+console.log(JSON.stringify(got));
+`,
+    );
+    const got = JSON.parse(run(process.execPath, ['serve.mjs'], app)) as Record<string, [number, number]>;
+    for (const [path, [status, length]] of Object.entries(got)) {
+      assert.equal(status, 200, `${path}: HTTP ${status}`);
+      assert.ok(length > 100, `${path}: ${length} bytes`);
+    }
   });
 
   it('the installed CLI type-checks the topology first: a wrong lambda is a compile error, a pass is cached under node_modules/.cache', () => {
