@@ -1,4 +1,3 @@
-import type { Serde } from '../serdes/serde.ts';
 import type { NamedOptions, SerdeFor } from './types.ts';
 
 /** A processor's own store: key-value, changelogged, written in the transaction like every store. */
@@ -38,7 +37,7 @@ export interface ProcessorOptions<K, V, KO, VO, SK, S> extends NamedOptions {
   readonly process?: (key: K, value: V, ctx: ProcessorContext<KO, VO, SK, S>) => void;
   readonly punctuate?: readonly Punctuation<KO, VO, SK, S>[];
   /** The processor's store; without it `ctx.store` throws. */
-  readonly state?: { readonly key: Serde<SK>; readonly value: Serde<S>; readonly store?: string };
+  readonly state?: { readonly key: SerdeFor<SK>; readonly value: SerdeFor<S>; readonly store?: string };
   /** Serdes of what it forwards, for a sink or a stateful stage after it. */
   readonly key?: SerdeFor<KO>;
   readonly value?: SerdeFor<VO>;

@@ -24,6 +24,11 @@ function decodeHeld(bytes: Buffer): { due: number; value: Buffer | null } {
   return { due: Number(bytes.readBigInt64BE(0)), value: bytes.readUInt8(8) === 0 ? null : bytes.subarray(HEADER_BYTES) };
 }
 
+/** The update a buffer value holds back (null: a delete). */
+export function heldValue(bytes: Buffer): Buffer | null {
+  return decodeHeld(bytes).value;
+}
+
 export class SuppressNode extends StatefulNode {
   readonly #spec = this.node.spec as Spec<'suppress'>;
   readonly #s: SuppressSpec = (this.node.spec as Spec<'suppress'>).suppress;

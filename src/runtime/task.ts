@@ -8,6 +8,7 @@ import { createRuntimeNode, TaskContext, type CachingNode, type RuntimeNode, typ
 import { CacheBudget, type CachedResult } from './record-cache.ts';
 import type { PunctuatingNode, RecordCacheOptions, TaskEnvironment } from './task-context.ts';
 import { sessionStoreKey, splitSessionStoreKey } from '../state/session.ts';
+import { heldValue } from './suppress.ts';
 import { StageFailure, TaskBusyError, UnknownSourceTopicError, UnknownStoreError, UnknownSubtopologyError } from './task-errors.ts';
 import { maxRecordBytesFor } from '../core/record-size.ts';
 
@@ -385,14 +386,13 @@ export class Task {
       kb = windowStoreKey(spec.keySerde.serialize(w.key, kctx) ?? Buffer.alloc(0), w.start);
     } else kb = spec.keySerde.serialize(key, kctx) ?? Buffer.alloc(0);
     const v = s.get(kb);
-    return v === undefined ? undefined : spec.valueSerde.deserialize(v, { topic: spec.changelogTopic, role: 'value' });
+    return v === undefined ? undefined : decodeStored(spec, v);
   }
 
   /** Every entry of a store, decoded; window stores yield `Windowed<K>` keys. */
   entries(store: string): Array<[unknown, unknown]> {
     const { store: s, spec } = this.#store(store);
     const kctx = { topic: spec.changelogTopic, role: 'key' as const };
-    const vctx = { topic: spec.changelogTopic, role: 'value' as const };
     const out: Array<[unknown, unknown]> = [];
     for (const [k, v] of s.entries()) {
       let key: unknown;
@@ -403,10 +403,18 @@ export class Task {
         const { inner, start } = splitWindowStoreKey(k);
         key = { key: spec.keySerde.deserialize(inner, kctx), start, end: start + spec.window.sizeMs };
       } else key = spec.keySerde.deserialize(k, kctx);
-      out.push([key, spec.valueSerde.deserialize(v, vctx)]);
+      out.push([key, decodeStored(spec, v)]);
     }
     return out;
   }
+}
+
+/** A stored value as its stage knows it: a suppression buffer's, the update it holds back. */
+function decodeStored(spec: CompiledStore, bytes: Buffer): unknown {
+  const ctx = { topic: spec.changelogTopic, role: 'value' as const };
+  if (spec.kind !== 'suppress') return spec.valueSerde.deserialize(bytes, ctx);
+  const held = heldValue(bytes);
+  return held === null ? null : spec.valueSerde.deserialize(held, ctx);
 }
 
 /** No cache at all, or one within a byte budget (unbounded when not given) and a key count per aggregate. */
