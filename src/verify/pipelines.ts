@@ -1,6 +1,7 @@
 import type { IncomingRecord } from '../core/records.ts';
 import { ordersInput, prng, type InputRecord } from './orders-input.ts';
 import { recordId, type ExpectationModel } from './verify.ts';
+import { sessionsInput, sessionsModel } from './sessions-pipeline.ts';
 
 /**
  * The example topologies the chaos harness, the demo and the benchmarks run, each with an
@@ -15,7 +16,7 @@ export interface Pipeline {
   readonly model: ExpectationModel;
 }
 
-export type PipelineName = 'orders' | 'word-count' | 'enrichment';
+export type PipelineName = 'orders' | 'word-count' | 'enrichment' | 'sessions';
 
 interface OrderLike {
   eventId: string;
@@ -175,6 +176,13 @@ function enrichmentInput({ records, seed, poison }: { records: number; seed: num
 }
 
 export const pipelines: Record<PipelineName, Pipeline> = {
+  sessions: {
+    name: 'sessions',
+    file: 'topology/sessions.ts',
+    env: (input, output) => ({ ONCEFLOW_SESSIONS_INPUT: input, ONCEFLOW_SESSIONS_OUTPUT: output }),
+    input: sessionsInput,
+    model: sessionsModel(),
+  },
   enrichment: {
     name: 'enrichment',
     file: 'topology/enrichment-events.ts',
