@@ -18,6 +18,8 @@ export interface ProcessorContext<KO, VO, SK, S> {
   readonly streamTime: number;
   /** Event time of the record being processed, or the time of the punctuation. */
   readonly timestamp: number;
+  /** The partition of the task running the stage (its input partition). */
+  readonly partition: number;
 }
 
 /**

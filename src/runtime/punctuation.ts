@@ -68,6 +68,7 @@ export class ProcessNode extends RuntimeNode {
       get timestamp() {
         return self.#punctuationTime ?? ctx.timestamp;
       },
+      partition: ctx.partition,
     };
   }
 

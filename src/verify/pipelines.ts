@@ -2,6 +2,7 @@ import type { IncomingRecord } from '../core/records.ts';
 import { ordersInput, prng, type InputRecord } from './orders-input.ts';
 import { recordId, type ExpectationModel } from './verify.ts';
 import { sessionsInput, sessionsModel } from './sessions-pipeline.ts';
+import { heartbeatsModel } from './heartbeats-pipeline.ts';
 
 /**
  * The example topologies the chaos harness, the demo and the benchmarks run, each with an
@@ -16,7 +17,7 @@ export interface Pipeline {
   readonly model: ExpectationModel;
 }
 
-export type PipelineName = 'orders' | 'word-count' | 'enrichment' | 'sessions';
+export type PipelineName = 'orders' | 'word-count' | 'enrichment' | 'sessions' | 'heartbeats';
 
 interface OrderLike {
   eventId: string;
@@ -182,6 +183,13 @@ export const pipelines: Record<PipelineName, Pipeline> = {
     env: (input, output) => ({ ONCEFLOW_SESSIONS_INPUT: input, ONCEFLOW_SESSIONS_OUTPUT: output }),
     input: sessionsInput,
     model: sessionsModel(),
+  },
+  heartbeats: {
+    name: 'heartbeats',
+    file: 'topology/heartbeats.ts',
+    env: (input, output) => ({ ONCEFLOW_HEARTBEATS_INPUT: input, ONCEFLOW_HEARTBEATS_OUTPUT: output }),
+    input: sessionsInput,
+    model: heartbeatsModel(),
   },
   enrichment: {
     name: 'enrichment',
