@@ -18,7 +18,7 @@ export function registerChaos(program: Command): void {
     .option('--poison <n>', 'malformed records to inject', intAtLeast(0), 0)
     .option('--seed <n>', 'fixes the input and the kill schedule', intAtLeast(0), 42)
     .addOption(new Option('--guarantee <g>', 'processing guarantee').choices(['exactly_once', 'at_least_once']).default('exactly_once'))
-    .addOption(new Option('--topology <name>', 'the example topology to run').choices(['orders', 'word-count', 'enrichment']).default('orders'))
+    .addOption(new Option('--topology <name>', 'the example topology to run').choices(['orders', 'word-count', 'enrichment', 'sessions', 'heartbeats']).default('orders'))
     .option('--feed-ms <ms>', 'how long the input keeps arriving', intAtLeast(0), 20000)
     .addOption(new Option('--format <format>', 'orders input format (avro: registry Avro; starts the registry too)').choices(['json', 'avro']).default('json'))
     .option('--bootstrap <servers>', 'use a running broker instead of starting one')

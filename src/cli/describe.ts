@@ -5,6 +5,7 @@ import type { CompiledNode } from '../graph/types.ts';
 import { STAGE_KINDS, type KeyValueFn } from '../dsl/nodes.ts';
 import { loadTopology } from '../dsl/load.ts';
 import { typecheckTopology } from './typecheck.ts';
+import { sessionJson, sessionText, timeDetails, timeDetailsText, type TimeDetails } from './describe-time.ts';
 
 export type DescribeFormat = 'text' | 'json' | 'mermaid';
 
@@ -19,7 +20,7 @@ export interface TopologyDescription {
   readonly totalRetryBudgetMs: number;
   readonly subtopologies: readonly {
     readonly id: number;
-    readonly nodes: readonly {
+    readonly nodes: readonly ({
       readonly name: string;
       readonly kind: string;
       readonly role: 'source' | 'processor' | 'sink';
@@ -36,9 +37,9 @@ export interface TopologyDescription {
       readonly globalStore?: string;
       /** For an effect: what its idempotency key is made of (the key function's source, or the default). */
       readonly idempotencyKey?: string;
-    }[];
+    } & TimeDetails)[];
   }[];
-  readonly stores: readonly { readonly name: string; readonly kind: string; readonly node: string; readonly subtopology: number; readonly changelogTopic: string; readonly sourceTopicChangelog?: boolean; readonly window?: { readonly type: string; readonly sizeMs: number; readonly advanceMs: number; readonly graceMs: number; readonly emitFinal: boolean } }[];
+  readonly stores: readonly ({ readonly name: string; readonly kind: string; readonly node: string; readonly subtopology: number; readonly changelogTopic: string; readonly sourceTopicChangelog?: boolean; readonly window?: { readonly type: string; readonly sizeMs: number; readonly advanceMs: number; readonly graceMs: number; readonly emitFinal: boolean } } & ReturnType<typeof sessionJson>)[];
   readonly topics: CompiledTopology['topics'];
   /** Each join's inputs, which must have the same partition count, key encoding and partitioner. */
   readonly copartitionGroups: CompiledTopology['copartitionGroups'];
@@ -82,6 +83,7 @@ export function describeJson(c: CompiledTopology): TopologyDescription {
         ...(n.tableInputs ? { tableInputs: n.tableInputs } : {}),
         ...(n.globalStore !== undefined ? { globalStore: n.globalStore } : {}),
         ...(n.spec.kind === 'effect' ? { idempotencyKey: idempotencyKeyText(n.spec.idempotencyKey) } : {}),
+        ...timeDetails(n),
       })),
     })),
     stores: [...c.stores.values()].map((s) => ({
@@ -92,6 +94,7 @@ export function describeJson(c: CompiledTopology): TopologyDescription {
       changelogTopic: s.changelogTopic,
       ...(s.sourceTopicChangelog ? { sourceTopicChangelog: true } : {}),
       ...(s.window ? { window: { type: s.window.type, sizeMs: s.window.sizeMs, advanceMs: s.window.advanceMs, graceMs: s.window.graceMs, emitFinal: s.window.emitFinal } } : {}),
+      ...sessionJson(s),
     })),
     topics: c.topics,
     copartitionGroups: c.copartitionGroups,
@@ -113,7 +116,7 @@ export function describeText(c: CompiledTopology): string {
       else if (role === 'sink') lines.push(`    Sink: ${n.name} (topic: ${n.kind === 'deadLetter' ? c.deadLetterTopic : n.topic}) ${eos}`);
       else {
         const reads = n.tableInputs ? `, reads tables: [${n.tableInputs.join(', ')}]` : n.globalStore !== undefined ? `, reads global table: ${n.globalStore}` : '';
-        lines.push(`    Processor: ${n.name} (${n.kind}, stores: [${n.stores.join(', ')}]${reads}) ${eos}`);
+        lines.push(`    Processor: ${n.name} (${n.kind}, stores: [${n.stores.join(', ')}]${reads}${timeDetailsText(n)}) ${eos}`);
       }
       if (n.children.length > 0) lines.push(`      --> ${n.children.join(', ')}`);
       if (n.parents.length > 0) lines.push(`      <-- ${n.parents.join(', ')}`);
@@ -122,7 +125,7 @@ export function describeText(c: CompiledTopology): string {
   lines.push('Stores:');
   if (c.stores.size === 0) lines.push('  (none)');
   for (const s of c.stores.values()) {
-    const w = s.window ? `, ${s.window.type} window size ${s.window.sizeMs}ms advance ${s.window.advanceMs}ms grace ${s.window.graceMs}ms${s.window.emitFinal ? ', emit final' : ''}` : '';
+    const w = s.window ? `, ${s.window.type} window size ${s.window.sizeMs}ms advance ${s.window.advanceMs}ms grace ${s.window.graceMs}ms${s.window.emitFinal ? ', emit final' : ''}` : sessionText(s);
     lines.push(`  ${s.name} (${s.kind}, node ${s.node}, sub-topology ${s.subtopology}, changelog ${s.changelogTopic}${s.sourceTopicChangelog ? ' (its source topic)' : ''}${w})`);
   }
   if (c.globalTables.length > 0) {

@@ -1,6 +1,9 @@
 import type { Serde } from '../serdes/serde.ts';
 import type { JoinerFn, KeyValueFn, NodeDef, StageSpec, ValueOnlyFn } from './nodes.ts';
 import { JoinWindows } from './windows.ts';
+import { SessionWindows, type SessionWindowSpec } from './session-windows.ts';
+import type { SuppressSpec } from './suppress.ts';
+import type { ProcessFn, ProcessorOptions, PunctuationSpec } from './processor.ts';
 import type {
   AggregateOptions,
   CountOptions,
@@ -40,6 +43,8 @@ const asSerde = (s: SerdeFor<unknown> | undefined): never => s as never;
 const COUNT_INIT = (): number => 0;
 const COUNT_FN = (_k: unknown, _v: unknown, agg: unknown): number => (agg as number) + 1;
 const NO_INIT = (): undefined => undefined;
+const NO_PROCESS = (): void => undefined;
+const SUM_COUNTS = (_k: unknown, a: unknown, b: unknown): number => (a as number) + (b as number);
 
 /**
  * Records the topology as an append-only list of nodes. Streams are immutable handles on a node:
@@ -279,6 +284,22 @@ export class Stream<K, V> {
     return this.#next(spec, opts, this.keySerde, asSerde(opts?.value), [other.nodeIndex]);
   }
 
+  /**
+   * A processor of your own (Kafka Streams' Processor API): it forwards any number of records per input,
+   * may keep a key-value store and schedules punctuations on stream time or wall-clock time. Forwarded
+   * records may carry any key, so a stateful stage after it repartitions.
+   */
+  process<KO, VO, SK = never, S = never>(processor: ProcessorOptions<K, V, KO, VO, SK, S>): Stream<KO, VO> {
+    const state = processor.state;
+    const spec: StageSpec = {
+      kind: 'process',
+      fn: (processor.process ?? NO_PROCESS) as ProcessFn,
+      punctuations: (processor.punctuate ?? []) as readonly PunctuationSpec[],
+      ...(state ? { state: { keySerde: state.key as AnySerde, valueSerde: state.value as AnySerde, ...(state.store !== undefined ? { store: state.store } : {}) } } : {}),
+    };
+    return this.#next(spec, processor, asSerde(processor.key), asSerde(processor.value));
+  }
+
   groupByKey(opts?: GroupByKeyOptions<K, V>): GroupedStream<K, V> {
     return new GroupedStream<K, V>(this.builder, this.nodeIndex, asSerde(opts?.key) ?? this.keySerde, asSerde(opts?.value) ?? this.valueSerde);
   }
@@ -309,7 +330,7 @@ abstract class Grouping<K, V> {
     readonly nodeIndex: number,
     readonly keySerde: Serde<K> | undefined,
     readonly valueSerde: Serde<V> | undefined,
-    readonly window: WindowSpec | undefined,
+    readonly window: WindowSpec | SessionWindowSpec | undefined,
   ) {}
 
   protected addAggregate<KO, A>(
@@ -318,14 +339,17 @@ abstract class Grouping<K, V> {
     fn: (key: unknown, value: unknown, agg: unknown) => unknown,
     state: Serde<A> | undefined,
     opts: (NamedOptions & { readonly store?: string }) | undefined,
+    merger?: (key: unknown, left: unknown, right: unknown) => unknown,
   ): Table<KO, A> {
+    const w = this.window;
     const spec: StageSpec = {
       kind: 'aggregate',
       mode,
       init,
       fn,
       ...(state ? { stateSerde: state as AnySerde } : {}),
-      ...(this.window ? { window: this.window } : {}),
+      ...(w === undefined ? {} : w.type === 'session' ? { session: w } : { window: w }),
+      ...(merger ? { merger } : {}),
       ...(this.keySerde ? { groupKeySerde: this.keySerde as AnySerde } : {}),
       ...(this.valueSerde ? { groupValueSerde: this.valueSerde as AnySerde } : {}),
       ...(opts?.store !== undefined ? { store: opts.store } : opts?.name !== undefined ? { store: opts.name } : {}),
@@ -338,7 +362,9 @@ abstract class Grouping<K, V> {
   protected reduceWith<KO>(reducer: (aggregate: V, value: V) => V, opts: ReduceOptions<V> | undefined): Table<KO, V> {
     const r = reducer as (a: unknown, v: unknown) => unknown;
     const fn = (_k: unknown, v: unknown, agg: unknown): unknown => (agg === undefined ? v : r(agg, v));
-    return this.addAggregate<KO, V>('reduce', NO_INIT, fn, asSerde(opts?.state) ?? this.valueSerde, opts);
+    // Sessions merge with the reducer too: the aggregate of an empty merge so far is undefined.
+    const merger = (_k: unknown, a: unknown, b: unknown): unknown => (a === undefined ? b : b === undefined ? a : r(a, b));
+    return this.addAggregate<KO, V>('reduce', NO_INIT, fn, asSerde(opts?.state) ?? this.valueSerde, opts, merger);
   }
 }
 
@@ -361,8 +387,36 @@ export class GroupedStream<K, V> extends Grouping<K, V> {
     return this.addAggregate<K, number>('count', COUNT_INIT, COUNT_FN, countSerde, opts);
   }
 
-  windowedBy(window: WindowSpec): WindowedGroupedStream<K, V> {
+  windowedBy(window: WindowSpec): WindowedGroupedStream<K, V>;
+  windowedBy(window: SessionWindows): SessionWindowedGroupedStream<K, V>;
+  windowedBy(window: WindowSpec | SessionWindows): WindowedGroupedStream<K, V> | SessionWindowedGroupedStream<K, V> {
+    if (window instanceof SessionWindows) return new SessionWindowedGroupedStream<K, V>(this.builder, this.nodeIndex, this.keySerde, this.valueSerde, window.spec);
     return new WindowedGroupedStream<K, V>(this.builder, this.nodeIndex, this.keySerde, this.valueSerde, window);
+  }
+}
+
+/**
+ * Grouped records aggregated per key and session; the table's key is `Windowed<K>` with the session's
+ * first and last record time as start and end. When a record bridges sessions they merge: the merged
+ * session is a new row, and the ones merged away are deleted (a null value downstream).
+ */
+export class SessionWindowedGroupedStream<K, V> extends Grouping<K, V> {
+  /** @internal */
+  constructor(builder: TopologyBuilder, nodeIndex: number, keySerde: Serde<K> | undefined, valueSerde: Serde<V> | undefined, window: SessionWindowSpec) {
+    super(builder, nodeIndex, keySerde, valueSerde, window);
+  }
+
+  /** `merger(key, a, b)` combines the aggregates of two sessions a record bridges. */
+  aggregate<A>(init: () => A, aggregator: (key: K, value: V, aggregate: A) => A, merger: (key: K, left: A, right: A) => A, opts: AggregateOptions<A>): Table<Windowed<K>, A> {
+    return this.addAggregate<Windowed<K>, A>('aggregate', init, aggregator as (k: unknown, v: unknown, a: unknown) => unknown, asSerde(opts.state), opts, merger as (k: unknown, a: unknown, b: unknown) => unknown);
+  }
+
+  reduce(reducer: (aggregate: V, value: V) => V, opts?: ReduceOptions<V>): Table<Windowed<K>, V> {
+    return this.reduceWith<Windowed<K>>(reducer, opts);
+  }
+
+  count(opts?: CountOptions): Table<Windowed<K>, number> {
+    return this.addAggregate<Windowed<K>, number>('count', COUNT_INIT, COUNT_FN, countSerde, opts, SUM_COUNTS);
   }
 }
 
@@ -423,6 +477,17 @@ export class Table<K, V> {
     return this.#next({ kind: 'tableMapValues', fn: fn as ValueOnlyFn }, opts, asSerde(opts?.value));
   }
 
+  /**
+   * Holds updates back: `Suppressed.untilWindowCloses()` (a windowed aggregate's table, maybe through
+   * filter/mapValues) emits each window's final result once it closes; `Suppressed.untilTimeLimit(ms)`
+   * emits at most one update per key per `ms` of stream time. The buffer is a store with a changelog.
+   */
+  suppress(suppressed: SuppressSpec, opts?: NamedOptions & { readonly store?: string }): Table<K, V> {
+    const window = upstreamWindow(this.builder, this.nodeIndex);
+    const spec: StageSpec = { kind: 'suppress', suppress: suppressed, ...(window ? { window } : {}), ...(opts?.store !== undefined ? { store: opts.store } : {}) };
+    return this.#next(spec, opts, this.valueSerde);
+  }
+
   /** A row for every key both tables have; it changes when either side does. */
   join<VO, R>(other: Table<K, VO>, joiner: (key: K, value: V, otherValue: VO) => R, opts?: JoinOptions<R>): Table<K, R> {
     return this.#next({ kind: 'tableTableJoin', mode: 'inner', joiner: joiner as JoinerFn }, opts, asSerde(opts?.value), [other.nodeIndex]);
@@ -448,4 +513,14 @@ export class GlobalTable<K, V> {
     readonly keySerde: Serde<K>,
     readonly valueSerde: Serde<V>,
   ) {}
+}
+
+/** The windowing of the aggregate a table comes from, through the table stages that keep its keys. */
+function upstreamWindow(builder: TopologyBuilder, index: number): WindowSpec | SessionWindowSpec | undefined {
+  for (let node = builder.nodes[index]; node !== undefined; node = builder.nodes[node.parents[0] ?? -1]) {
+    const spec = node.spec;
+    if (spec.kind === 'aggregate') return spec.window ?? spec.session;
+    if (spec.kind !== 'tableFilter' && spec.kind !== 'tableMapValues' && spec.kind !== 'suppress') return undefined;
+  }
+  return undefined;
 }

@@ -1,5 +1,8 @@
 import type { Serde } from '../serdes/serde.ts';
 import type { EffectContext, RetryPolicy, WindowSpec } from './types.ts';
+import type { SessionWindowSpec } from './session-windows.ts';
+import type { SuppressSpec } from './suppress.ts';
+import type { PunctuationSpec, ProcessFn } from './processor.ts';
 
 /**
  * The graph the DSL records. Stage functions are stored with `unknown` parameters: the fluent
@@ -34,7 +37,9 @@ export type StageKind =
   | 'tableTableJoin'
   | 'streamStreamJoin'
   | 'globalTable'
-  | 'globalTableJoin';
+  | 'globalTableJoin'
+  | 'suppress'
+  | 'process';
 
 export type Boundary = 'transactional' | 'external';
 
@@ -78,6 +83,8 @@ export const STAGE_KINDS: Readonly<Record<StageKind, StageKindInfo>> = {
   streamStreamJoin: { label: 'JOIN', boundary: 'transactional', role: 'processor', changesKey: false },
   globalTable: { label: 'GLOBALTABLE', boundary: 'transactional', role: 'source', changesKey: false },
   globalTableJoin: { label: 'JOIN', boundary: 'transactional', role: 'processor', changesKey: false },
+  suppress: { label: 'SUPPRESS', boundary: 'transactional', role: 'processor', changesKey: false },
+  process: { label: 'PROCESSOR', boundary: 'transactional', role: 'processor', changesKey: true },
 };
 
 /**
@@ -130,6 +137,9 @@ export type StageSpec =
       readonly fn: (key: unknown, value: unknown, agg: unknown) => unknown;
       readonly stateSerde?: Serde<unknown>;
       readonly window?: WindowSpec;
+      /** Session windows instead of `window`; `merger` then combines the aggregates of two sessions a record bridges. */
+      readonly session?: SessionWindowSpec;
+      readonly merger?: (key: unknown, left: unknown, right: unknown) => unknown;
       readonly store?: string;
       /** Serdes of the grouped input (groupByKey may override the stream's), for the repartition topic. */
       readonly groupKeySerde?: Serde<unknown>;
@@ -156,6 +166,15 @@ export type StageSpec =
   | { readonly kind: 'globalTable'; readonly topic: string; readonly store?: string }
   /** The second parent is the global table, looked up by `keySelector(key, value)`. */
   | { readonly kind: 'globalTableJoin'; readonly mode: 'inner' | 'left'; readonly keySelector: KeyValueFn; readonly joiner: JoinerFn }
+  /** Holds back updates of a table; `window` is the windowing of the aggregate upstream, when there is one. */
+  | { readonly kind: 'suppress'; readonly suppress: SuppressSpec; readonly window?: WindowSpec | SessionWindowSpec; readonly store?: string }
+  | {
+      readonly kind: 'process';
+      readonly fn: ProcessFn;
+      readonly punctuations: readonly PunctuationSpec[];
+      /** The processor's own key-value store, when it keeps state. */
+      readonly state?: { readonly keySerde: Serde<unknown>; readonly valueSerde: Serde<unknown>; readonly store?: string };
+    }
   | { readonly kind: 'sink'; readonly topic: string }
   | { readonly kind: 'deadLetter'; readonly reason?: string }
   | {

@@ -4,6 +4,7 @@ import type { TopologyBuilder } from '../dsl/builder.ts';
 import { STAGE_KINDS, type NodeDef, type StageKind, type StageSpec } from '../dsl/nodes.ts';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, type WindowSpec } from '../dsl/types.ts';
 import { countSerde } from '../state/internal-serdes.ts';
+import type { SessionWindowSpec } from '../dsl/session-windows.ts';
 import type { StoreKind } from '../state/store.ts';
 import {
   AsyncStageFunctionError,
@@ -55,7 +56,7 @@ const JOIN_KINDS: ReadonlySet<StageKind> = new Set(['streamTableJoin', 'tableTab
 
 /** A stage whose rows can be read by key: a table (a windowed aggregate's rows are per window, not per key). */
 function isTable(n: WorkNode): boolean {
-  return TABLE_KINDS.has(n.kind) || (n.spec.kind === 'aggregate' && n.spec.window === undefined);
+  return TABLE_KINDS.has(n.kind) || (n.spec.kind === 'aggregate' && n.spec.window === undefined && n.spec.session === undefined);
 }
 
 function autoName(kind: StageKind, index: number): string {
@@ -83,7 +84,9 @@ function stageFunctions(spec: StageSpec): unknown[] {
     case 'branch':
       return spec.branches.map((b) => b.fn);
     case 'aggregate':
-      return [spec.init, spec.fn];
+      return spec.merger ? [spec.init, spec.fn, spec.merger] : [spec.init, spec.fn];
+    case 'process':
+      return [spec.fn, ...spec.punctuations.map((p) => p.run)];
     case 'tableFilter':
     case 'tableMapValues':
       return [spec.fn];
@@ -146,14 +149,14 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
     names.add(name);
   };
   /** `sourceTopic`: a table read straight from a topic uses that topic as its changelog. */
-  const addStore = (node: WorkNode, name: string, kind: StoreKind, keySerde: Serde<unknown>, valueSerde: Serde<unknown>, window?: WindowSpec, sourceTopic?: string): void => {
+  const addStore = (node: WorkNode, name: string, kind: StoreKind, keySerde: Serde<unknown>, valueSerde: Serde<unknown>, window?: WindowSpec | SessionWindowSpec, sourceTopic?: string): void => {
     const owner = storeOwners.get(name);
     if (owner !== undefined) throw new StoreSharedError(name, owner, loc(node.name));
     storeOwners.set(name, node.name);
     const changelogTopic = sourceTopic ?? `${appId}-${name}-changelog`;
     checkTopic(changelogTopic, node.name);
     node.stores.push(name);
-    stores.push({ name, kind, node: node.name, subtopology: -1, changelogTopic, keySerde, valueSerde, ...(window ? { window } : {}), ...(sourceTopic !== undefined ? { sourceTopicChangelog: true } : {}) });
+    stores.push({ name, kind, node: node.name, subtopology: -1, changelogTopic, keySerde, valueSerde, ...(window === undefined ? {} : window.type === 'session' ? { session: window } : { window }), ...(sourceTopic !== undefined ? { sourceTopicChangelog: true } : {}) });
   };
   const requireSerde = <T>(serde: Serde<T> | undefined, what: string, hint: string, node: string): Serde<T> => {
     if (!serde) throw new MissingSerdeError(what, hint, loc(node));
@@ -321,6 +324,11 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
         const parent = first!;
         if (parent.keyless) throw new StatefulWithoutKeyError(spec.mode, loc(name));
         const w = spec.window;
+        const session = spec.session;
+        if (session) {
+          if (!(Number.isFinite(session.inactivityGapMs) && session.inactivityGapMs > 0)) throw new InvalidWindowError(`session inactivity gap must be a positive number of milliseconds, got ${session.inactivityGapMs}`, loc(name));
+          if (!(Number.isFinite(session.graceMs) && session.graceMs >= 0)) throw new InvalidWindowError(`grace must be zero or positive, got ${session.graceMs}`, loc(name));
+        }
         if (w) {
           if (!(Number.isFinite(w.sizeMs) && w.sizeMs > 0)) throw new InvalidWindowError(`size must be a positive number of milliseconds, got ${w.sizeMs}`, loc(name));
           if (!(Number.isFinite(w.graceMs) && w.graceMs >= 0)) throw new InvalidWindowError(`grace must be zero or positive, got ${w.graceMs}`, loc(name));
@@ -335,7 +343,27 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
         }
         node.keyChanged = false;
         node.keyless = false;
-        addStore(node, store, w ? 'window' : 'key-value', key, state, w);
+        addStore(node, store, session ? 'session' : w ? 'window' : 'key-value', key, state, session ?? w);
+        break;
+      }
+      case 'suppress': {
+        const parent = first!;
+        const s = spec.suppress;
+        if (!(isTable(parent) || parent.kind === 'aggregate' || parent.kind === 'suppress')) throw new InvalidStageOptionError(`suppress follows a table (an aggregate, or filter/mapValues of one), not a ${parent.kind} stream`, loc(name));
+        if (s.until === 'window-closes' && spec.window === undefined) throw new InvalidStageOptionError('Suppressed.untilWindowCloses() needs a windowed aggregate upstream (windowedBy(...) then aggregate/reduce/count)', loc(name));
+        if (s.until === 'time-limit' && !(Number.isFinite(s.timeLimitMs) && s.timeLimitMs > 0)) throw new InvalidStageOptionError(`Suppressed.untilTimeLimit needs a positive number of milliseconds, got ${s.timeLimitMs}`, loc(name));
+        if (!(Number.isInteger(s.maxRecords) && s.maxRecords > 0) || !(Number.isInteger(s.maxBytes) && s.maxBytes > 0)) throw new InvalidStageOptionError(`suppress buffer bounds must be positive integers, got maxRecords ${s.maxRecords}, maxBytes ${s.maxBytes}`, loc(name));
+        const key = requireSerde(def.keySerde, 'the key of the suppression buffer', 'give the grouping a key serde (groupBy(fn, { key }) or groupByKey({ key }))', name);
+        const value = requireSerde(def.valueSerde, 'the value of the suppression buffer', 'pass { value } to the mapValues before suppress', name);
+        addStore(node, storeName(spec.store), 'suppress', key, value);
+        break;
+      }
+      case 'process': {
+        for (const p of spec.punctuations) {
+          if (!(Number.isFinite(p.everyMs) && p.everyMs > 0)) throw new InvalidStageOptionError(`punctuation everyMs must be a positive number of milliseconds, got ${p.everyMs}`, loc(name));
+          if (p.on !== 'stream-time' && p.on !== 'wall-clock') throw new InvalidStageOptionError(`punctuation on must be 'stream-time' or 'wall-clock', got ${String(p.on)}`, loc(name));
+        }
+        if (spec.state) addStore(node, storeName(spec.state.store), 'key-value', spec.state.keySerde, spec.state.valueSerde);
         break;
       }
       case 'effect': {

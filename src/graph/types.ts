@@ -2,6 +2,7 @@ import type { Serde, SerdeContext } from '../serdes/serde.ts';
 import type { Boundary, StageKind, StageSpec } from '../dsl/nodes.ts';
 import type { RetryPolicy, WindowSpec } from '../dsl/types.ts';
 import type { StoreKind } from '../state/store.ts';
+import type { SessionWindowSpec } from '../dsl/session-windows.ts';
 
 export type TopicKind = 'source' | 'sink' | 'repartition' | 'changelog' | 'dead-letter';
 
@@ -71,6 +72,8 @@ export interface CompiledStore {
   /** Serde of stored values: aggregate state, versions, first-seen times. */
   readonly valueSerde: Serde<unknown>;
   readonly window?: WindowSpec;
+  /** Session stores: keys are `<key><start><end>`, as windowedSerde encodes `Windowed<K>`. */
+  readonly session?: SessionWindowSpec;
   /**
    * The changelog is the table's own source topic (builder.table): nothing is written to it, and a
    * restore reads it up to the offset the group committed, which is where the store's state stands.

@@ -28,6 +28,37 @@ export abstract class StatefulNode extends RuntimeNode {
   protected keyBytes(key: unknown): Buffer {
     return this.storeSpec.keySerde.serialize(key, this.keyCtx) ?? Buffer.alloc(0);
   }
+
+  /**
+   * Windows whose close time stream time has reached leave the store (late records can no longer change
+   * them); with `emitFinal` they are emitted now. Heap entries of windows no longer stored are skipped.
+   */
+  protected closeDue(index: () => void, due: DeadlineHeap<Buffer>, emitFinal: boolean, windowOf: (storeKey: Buffer) => Windowed<unknown>, closed: (storeKey: Buffer) => void): Step {
+    let pairs: [Windowed<unknown>, unknown][] | undefined;
+    try {
+      index();
+      const now = this.ctx.streamTime;
+      for (let e = due.popDue(now); e !== undefined; e = due.popDue(now)) {
+        const stored = this.store.get(e.item);
+        if (stored === undefined) continue;
+        if (emitFinal) (pairs ??= []).push([windowOf(e.item), this.storeSpec.valueSerde.deserialize(stored, this.valueCtx)]);
+        this.store.delete(e.item, now);
+        closed(e.item);
+      }
+    } catch (e) {
+      throw new StageFailure(this.name, e, 1, errorCode(e, 'WINDOW_CLOSE_FAILED'));
+    }
+    return pairs === undefined ? undefined : this.forwardPairs(pairs, 0);
+  }
+}
+
+/** A record for windows that closed at `closedAt` (stream time): counted, reported, maybe dead-lettered. */
+export function dropLateRecord(node: StatefulNode, closedAt: number, handling: 'drop' | 'dead-letter'): void {
+  const ctx = node.ctx;
+  const now = ctx.streamTime;
+  ctx.metrics.lateRecordsDropped++;
+  ctx.env.onLateRecord?.({ stage: node.name, store: node.storeSpec.name, lateByMs: now - closedAt, record: ctx.current });
+  if (handling === 'dead-letter') ctx.routeToDeadLetter('LATE_RECORD', `record at ${ctx.timestamp} is later than the grace period of every window it belongs to (stream time ${now})`, node.name);
 }
 
 export class DedupeNode extends StatefulNode {
@@ -183,11 +214,9 @@ export class WindowedAggregateNode extends StatefulNode {
       updates.push({ sk, start, fresh: stored === undefined, next: this.checkSync(this.#spec.fn(key, value, agg)) });
     }
     if (updates.length === 0) {
-      this.ctx.metrics.lateRecordsDropped++;
       // how far behind the end of the grace period of the last window this record belongs to
       const lastStart = starts.length > 0 ? Math.max(...starts) : this.ctx.timestamp;
-      this.ctx.env.onLateRecord?.({ stage: this.name, store: this.storeSpec.name, lateByMs: now - (lastStart + sizeMs + graceMs), record: this.ctx.current });
-      if (this.#w.lateRecords === 'dead-letter') this.ctx.routeToDeadLetter('LATE_RECORD', `record at ${this.ctx.timestamp} is later than the grace period of every window it belongs to (stream time ${now})`, this.name);
+      dropLateRecord(this, lastStart + sizeMs + graceMs, this.#w.lateRecords);
       return;
     }
     const pairs: [Windowed<unknown>, unknown][] = [];
@@ -203,24 +232,16 @@ export class WindowedAggregateNode extends StatefulNode {
 
   /** Closed windows leave the store (late records can no longer change them); with emitFinal they are emitted now. */
   override fireStreamTime(): Step {
-    let pairs: [Windowed<unknown>, unknown][] | undefined;
-    try {
-      this.#index();
-      const now = this.ctx.streamTime;
-      for (let e = this.#heap.popDue(now); e !== undefined; e = this.#heap.popDue(now)) {
-        const stored = this.store.get(e.item);
-        if (stored === undefined) continue;
-        if (this.#w.emitFinal) {
-          const { inner, start } = splitWindowStoreKey(e.item);
-          const key = this.storeSpec.keySerde.deserialize(inner, this.keyCtx);
-          (pairs ??= []).push([{ key, start, end: start + this.#w.sizeMs }, this.storeSpec.valueSerde.deserialize(stored, this.valueCtx)]);
-        }
-        this.store.delete(e.item, now);
-      }
-    } catch (e) {
-      throw new StageFailure(this.name, e, 1, errorCode(e, 'WINDOW_CLOSE_FAILED'));
-    }
-    return pairs === undefined ? undefined : this.forwardPairs(pairs, 0);
+    return this.closeDue(
+      () => this.#index(),
+      this.#heap,
+      this.#w.emitFinal,
+      (storeKey) => {
+        const { inner, start } = splitWindowStoreKey(storeKey);
+        return { key: this.storeSpec.keySerde.deserialize(inner, this.keyCtx), start, end: start + this.#w.sizeMs };
+      },
+      () => undefined,
+    );
   }
 }
 

@@ -98,6 +98,8 @@ export class TaskContext {
   readonly timeListeners: RuntimeNode[] = [];
   /** Aggregates that hold back their results (a record cache is configured). */
   readonly caching: CachingNode[] = [];
+  /** Processor stages: their punctuation schedules follow records, commits and rollbacks. */
+  readonly punctuating: PunctuatingNode[] = [];
 
   constructor(
     readonly partition: number,
@@ -277,6 +279,16 @@ export interface CachingNode {
   readonly cache: RecordCache | undefined;
   /** Sends a held-back result downstream; the task has made its input record the current one. */
   release(result: CachedResult): Step;
+}
+
+/** A processor stage as its task drives it (runtime/punctuation.ts). */
+export interface PunctuatingNode {
+  readonly punctuatesOnWallClock: boolean;
+  wallClockDue(now: number): boolean;
+  punctuateWallClock(now: number): Step;
+  endRecord(ok: boolean): void;
+  commit(): void;
+  rollback(): void;
 }
 
 export type Spec<K extends StageSpec['kind']> = Extract<StageSpec, { kind: K }>;

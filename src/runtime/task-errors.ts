@@ -60,3 +60,19 @@ export class UnknownGlobalTableError extends OnceflowError {
     super(`stage ${node} joins global table ${JSON.stringify(store)}, which this task was not given`);
   }
 }
+
+/** A suppression buffer at its configured bound: the record that would overflow it is dead-lettered, its updates undone. */
+export class SuppressionBufferFullError extends OnceflowError {
+  readonly code = 'SUPPRESSION_BUFFER_FULL';
+  constructor(stage: string, held: number, bytes: number, maxRecords: number, maxBytes: number) {
+    super(`suppression buffer of ${stage} is full (${held} keys, ${bytes} bytes; bounds ${maxRecords} keys, ${maxBytes} bytes): raise maxRecords/maxBytes of Suppressed, or pass whenFull: 'emit-early'`);
+  }
+}
+
+/** A processor stage without a `state` option used `ctx.store`. */
+export class ProcessorWithoutStoreError extends OnceflowError {
+  readonly code = 'PROCESSOR_WITHOUT_STORE';
+  constructor(stage: string) {
+    super(`processor ${stage} has no store: pass process({ state: { key, value } }) to give it one`);
+  }
+}

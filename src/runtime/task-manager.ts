@@ -200,6 +200,11 @@ export class TaskManager {
     this.lastTransactionCommitted = false;
   }
 
+  /** Tasks with a wall-clock punctuation due at `now`. */
+  wallClockDue(now: number): RuntimeTask[] {
+    return [...this.tasks.values()].filter((t) => t.wallClockDue?.(now) === true);
+  }
+
   streamTimeOf(key: string): number | undefined {
     return this.bySource.get(key)?.streamTime;
   }

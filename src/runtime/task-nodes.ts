@@ -8,9 +8,13 @@ import { AggregateNode, DedupeNode, LatestByVersionNode, WindowedAggregateNode }
 import { rowsOf, TableFilterNode, TableMapValuesNode, ToTableNode } from './table-nodes.ts';
 import { GlobalTableJoinNode, StreamStreamJoinNode, StreamTableJoinNode, TableTableJoinNode } from './join-nodes.ts';
 import { UnknownGlobalTableError } from './task-errors.ts';
+import { SessionAggregateNode } from './session-nodes.ts';
+import { SuppressNode } from './suppress.ts';
+import { ProcessNode } from './punctuation.ts';
 export { TaskContext, type CachingNode, type RuntimeNode, type Step, type TaskEnvironment, type TaskMetrics } from './task-context.ts';
 export type { SourceNode } from './stateless-nodes.ts';
 export type { AggregateNode } from './stateful-nodes.ts';
+export type { ProcessNode } from './punctuation.ts';
 
 type StoreOf = (name: string) => { store: TransactionalStore; spec: CompiledStore };
 
@@ -82,8 +86,25 @@ export function createRuntimeNode(ctx: TaskContext, node: CompiledNode, storeOf:
       const s = storeOf(node.stores[0]!);
       return new LatestByVersionNode(ctx, node, s.store, s.spec);
     }
+    case 'suppress': {
+      const s = storeOf(node.stores[0]!);
+      const n = new SuppressNode(ctx, node, s.store, s.spec);
+      ctx.timeListeners.push(n);
+      return n;
+    }
+    case 'process': {
+      const n = new ProcessNode(ctx, node, node.stores[0] === undefined ? undefined : storeOf(node.stores[0]));
+      if (n.punctuatesOnStreamTime) ctx.timeListeners.push(n);
+      ctx.punctuating.push(n);
+      return n;
+    }
     case 'aggregate': {
       const s = storeOf(node.stores[0]!);
+      if (s.spec.session) {
+        const n = new SessionAggregateNode(ctx, node, s.store, s.spec);
+        ctx.timeListeners.push(n);
+        return n;
+      }
       if (s.spec.window) {
         const n = new WindowedAggregateNode(ctx, node, s.store, s.spec);
         ctx.timeListeners.push(n);

@@ -6,7 +6,9 @@ import { windowStoreKey, splitWindowStoreKey } from '../state/windowed.ts';
 import type { Windowed } from '../dsl/types.ts';
 import { createRuntimeNode, TaskContext, type CachingNode, type RuntimeNode, type SourceNode, type Step, type TaskMetrics } from './task-nodes.ts';
 import { CacheBudget, type CachedResult } from './record-cache.ts';
-import type { RecordCacheOptions, TaskEnvironment } from './task-context.ts';
+import type { PunctuatingNode, RecordCacheOptions, TaskEnvironment } from './task-context.ts';
+import { sessionStoreKey, splitSessionStoreKey } from '../state/session.ts';
+import { heldValue } from './suppress.ts';
 import { StageFailure, TaskBusyError, UnknownSourceTopicError, UnknownStoreError, UnknownSubtopologyError } from './task-errors.ts';
 import { maxRecordBytesFor } from '../core/record-size.ts';
 
@@ -72,6 +74,7 @@ export class Task {
   readonly #loggedStores: readonly TransactionalStore[];
   readonly #stateful: RuntimeNode[] = [];
   readonly #caching: readonly CachingNode[];
+  readonly #punctuating: readonly PunctuatingNode[];
   #committedStreamTime: number;
 
   constructor(plan: TaskPlan, sub: CompiledSubtopology, partition: number, opts: TaskOptions = {}) {
@@ -117,6 +120,60 @@ export class Task {
     }
     for (const n of sub.nodes) rt.get(n.name)!.children = n.children.map((c) => rt.get(c)!.inputFrom(n.name));
     this.#caching = this.#ctx.caching;
+    this.#punctuating = this.#ctx.punctuating;
+  }
+
+  /** Whether a processor stage of this task has a punctuation on wall-clock time. */
+  get punctuatesOnWallClock(): boolean {
+    return this.#punctuating.some((n) => n.punctuatesOnWallClock);
+  }
+
+  /** Whether a wall-clock punctuation is due at `now` (the worker opens a transaction for it only then). */
+  wallClockDue(now: number): boolean {
+    return this.#punctuating.some((n) => n.wallClockDue(now));
+  }
+
+  /**
+   * Runs the wall-clock punctuations due at `now`, in the open transaction. Their outputs stand for a
+   * record of their own (topic `<task>-wall-clock`, offset `now`); a punctuation that throws sends
+   * that record to the dead-letter topic, its writes undone.
+   */
+  punctuateWallClock(now: number, collector: RecordCollector): Step {
+    const ctx = this.#ctx;
+    if (ctx.busy) throw new TaskBusyError(this.id);
+    if (!this.wallClockDue(now)) return;
+    ctx.begin({ topic: `${this.id}-wall-clock`, partition: this.partition, offset: now, key: null, value: null, timestamp: now, headers: [] });
+    ctx.seq++;
+    const run = (from: number): Step => {
+      for (let i = from; i < this.#punctuating.length; i++) {
+        const r = this.#punctuating[i]!.punctuateWallClock(now);
+        if (r !== undefined) return r.then(() => run(i + 1));
+      }
+    };
+    return this.#runWithoutInput(() => run(0), collector, (e) => this.#fail(e, collector, undefined, false));
+  }
+
+  /** A run with no input record behind it (stream time moved, a punctuation): its outputs go on success, `failed` handles an error. */
+  #runWithoutInput(run: () => Step, collector: RecordCollector, failed: (e: unknown) => void): Step {
+    const ctx = this.#ctx;
+    let r: Step;
+    try {
+      r = run();
+    } catch (e) {
+      return failed(e);
+    }
+    if (r === undefined) return this.#release(collector, undefined);
+    ctx.busy = true;
+    return r.then(
+      () => {
+        ctx.busy = false;
+        this.#release(collector, undefined);
+      },
+      (e: unknown) => {
+        ctx.busy = false;
+        failed(e);
+      },
+    );
   }
 
   get metrics(): Readonly<TaskMetrics> {
@@ -197,32 +254,17 @@ export class Task {
     if (ctx.busy) throw new TaskBusyError(this.id);
     ctx.begin({ topic: `${this.id}-stream-time`, partition: this.partition, offset: -1, key: null, value: null, timestamp, headers: [] });
     ctx.seq++;
-    let r: Step;
-    try {
-      r = ctx.observe(timestamp);
-    } catch (e) {
+    return this.#runWithoutInput(() => ctx.observe(timestamp), collector, (e) => {
       this.#discard();
       throw e;
-    }
-    if (r === undefined) return this.#release(collector, undefined);
-    ctx.busy = true;
-    return r.then(
-      () => {
-        ctx.busy = false;
-        this.#release(collector, undefined);
-      },
-      (e: unknown) => {
-        ctx.busy = false;
-        this.#discard();
-        throw e;
-      },
-    );
+    });
   }
 
   #release(collector: RecordCollector, origin: IncomingRecord | undefined): void {
     const out = this.#ctx.out;
     for (const s of this.#storeList) s.endRecord(true);
     for (const n of this.#caching) n.cache!.endRecord(true);
+    for (const n of this.#punctuating) n.endRecord(true);
     const sentWith = this.#ctx.origin;
     if (origin === undefined) for (let i = 0; i < out.length; i++) collector.send(out[i]!, sentWith);
     else for (let i = 0; i < out.length; i++) collector.send({ ...out[i]!, source: origin }, sentWith);
@@ -232,6 +274,7 @@ export class Task {
   #discard(): void {
     for (const s of this.#storeList) s.endRecord(false);
     for (const n of this.#caching) n.cache!.endRecord(false);
+    for (const n of this.#punctuating) n.endRecord(false);
     this.#ctx.out.length = 0;
     for (const n of this.#stateful) n.reset();
   }
@@ -243,10 +286,10 @@ export class Task {
     if (this.#caching.length > 0) return this.#drain(this.#pickOverflowing, collector);
   }
 
-  #fail(e: unknown, collector: RecordCollector, origin: IncomingRecord | undefined): void {
+  #fail(e: unknown, collector: RecordCollector, origin: IncomingRecord | undefined, input = true): void {
     this.#discard();
     if (!(e instanceof StageFailure)) throw e;
-    if (origin === undefined) this.#ctx.metrics.recordsProcessed++;
+    if (origin === undefined && input) this.#ctx.metrics.recordsProcessed++;
     this.#ctx.metrics.deadLettered++;
     const dead = this.#ctx.failureRecord(e);
     collector.send(origin === undefined ? dead : { ...dead, source: origin }, this.#ctx.origin);
@@ -313,6 +356,7 @@ export class Task {
   /** The transaction committed: buffered store writes become the committed state. */
   commit(): void {
     for (const s of this.#storeList) s.commit();
+    for (const n of this.#punctuating) n.commit();
     this.#committedStreamTime = this.#ctx.streamTime;
   }
 
@@ -320,6 +364,7 @@ export class Task {
   rollback(): void {
     for (const s of this.#storeList) s.rollback();
     for (const n of this.#caching) n.cache!.clear();
+    for (const n of this.#punctuating) n.rollback();
     this.#ctx.streamTime = this.#committedStreamTime;
     this.#ctx.out.length = 0;
     for (const n of this.#stateful) n.reset();
@@ -327,36 +372,49 @@ export class Task {
 
   /**
    * Reads a store's current (uncommitted included) value. Window stores take a `Windowed<K>` key
-   * (`end` is ignored). For tests and diagnostics, not the hot path.
+   * (`end` is ignored; session stores need it). For tests and diagnostics, not the hot path.
    */
   get(store: string, key: unknown): unknown {
     const { store: s, spec } = this.#store(store);
     const kctx = { topic: spec.changelogTopic, role: 'key' as const };
     let kb: Buffer;
-    if (spec.window) {
+    if (spec.session) {
+      const w = key as Windowed<unknown>;
+      kb = sessionStoreKey(spec.keySerde.serialize(w.key, kctx) ?? Buffer.alloc(0), w.start, w.end);
+    } else if (spec.window) {
       const w = key as Windowed<unknown>;
       kb = windowStoreKey(spec.keySerde.serialize(w.key, kctx) ?? Buffer.alloc(0), w.start);
     } else kb = spec.keySerde.serialize(key, kctx) ?? Buffer.alloc(0);
     const v = s.get(kb);
-    return v === undefined ? undefined : spec.valueSerde.deserialize(v, { topic: spec.changelogTopic, role: 'value' });
+    return v === undefined ? undefined : decodeStored(spec, v);
   }
 
   /** Every entry of a store, decoded; window stores yield `Windowed<K>` keys. */
   entries(store: string): Array<[unknown, unknown]> {
     const { store: s, spec } = this.#store(store);
     const kctx = { topic: spec.changelogTopic, role: 'key' as const };
-    const vctx = { topic: spec.changelogTopic, role: 'value' as const };
     const out: Array<[unknown, unknown]> = [];
     for (const [k, v] of s.entries()) {
       let key: unknown;
-      if (spec.window) {
+      if (spec.session) {
+        const { inner, start, end } = splitSessionStoreKey(k);
+        key = { key: spec.keySerde.deserialize(inner, kctx), start, end };
+      } else if (spec.window) {
         const { inner, start } = splitWindowStoreKey(k);
         key = { key: spec.keySerde.deserialize(inner, kctx), start, end: start + spec.window.sizeMs };
       } else key = spec.keySerde.deserialize(k, kctx);
-      out.push([key, spec.valueSerde.deserialize(v, vctx)]);
+      out.push([key, decodeStored(spec, v)]);
     }
     return out;
   }
+}
+
+/** A stored value as its stage knows it: a suppression buffer's, the update it holds back. */
+function decodeStored(spec: CompiledStore, bytes: Buffer): unknown {
+  const ctx = { topic: spec.changelogTopic, role: 'value' as const };
+  if (spec.kind !== 'suppress') return spec.valueSerde.deserialize(bytes, ctx);
+  const held = heldValue(bytes);
+  return held === null ? null : spec.valueSerde.deserialize(held, ctx);
 }
 
 /** No cache at all, or one within a byte budget (unbounded when not given) and a key count per aggregate. */

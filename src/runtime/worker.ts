@@ -245,6 +245,13 @@ export class Worker extends EventEmitter {
           }
           this.transientFailures = 0;
         }
+        try {
+          await this.punctuate();
+        } catch (e) {
+          if (!isKafkaError(e)) throw e;
+          await this.transaction.failed(e);
+          continue;
+        }
         if (this.transaction.due()) await this.commitWhileFetching(consumer);
       }
       if (this.transaction.open) await this.transaction.commit();
@@ -318,6 +325,22 @@ export class Worker extends EventEmitter {
       // Once per slice: a failure inside it aborts the transaction, and these offsets with it.
       this.transaction.processed(run, messages[to - 1]!.offset, to - from);
       this.collector.consumed(run.topic, to - from);
+    }
+  }
+
+  /**
+   * Runs the wall-clock punctuations now due, in the open transaction (opened for them if need be), so
+   * that what they emit and write commits or aborts with it, like what records cause.
+   */
+  private async punctuate(): Promise<void> {
+    const now = Date.now();
+    const due = this.tasks.wallClockDue(now);
+    if (due.length === 0) return;
+    if (!this.transaction.open) await this.transaction.ensureOpen();
+    for (const task of due) {
+      // Every output of a punctuation is sent with its origin (a record of its own), as released results are.
+      const result = task.punctuateWallClock?.(now, this.collector.commitCollector);
+      if (result) await result;
     }
   }
 

@@ -6,6 +6,7 @@ import type { Serde } from '../serdes/serde.ts';
  */
 export const countSerde: Serde<number> = {
   name: 'number',
-  serialize: (value) => Buffer.from(String(value), 'utf8'),
-  deserialize: (data) => (data === null ? Number.NaN : Number(data.toString('utf8'))),
+  // A deleted count (a merged-away session, a deleted row) is a tombstone: null both ways.
+  serialize: (value) => (value === null ? null : Buffer.from(String(value), 'utf8')),
+  deserialize: (data) => (data === null ? (null as never) : Number(data.toString('utf8'))),
 };

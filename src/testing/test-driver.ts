@@ -42,7 +42,10 @@ export interface TestDriverOptions {
   readonly cacheMaxRecords?: number;
   readonly sleep?: (ms: number) => Promise<void>;
   readonly random?: () => number;
+  /** The wall clock of the tasks (error-time headers, wall-clock punctuations); default: a driver clock starting at `wallClockStartMs`, moved by advanceWallClockTime. */
   readonly now?: () => number;
+  /** Where the driver's wall clock starts (default: Date.now() when the driver is made). */
+  readonly wallClockStartMs?: number;
 }
 
 export interface PipeOptions {
@@ -136,6 +139,7 @@ export class TopologyTestDriver {
   #pending: OutgoingRecord[] = [];
   #uncommittedInputs: IncomingRecord[] = [];
   #clock: number;
+  #wallClock: number;
   #roundRobin = 0;
   #busy = false;
   readonly #collector: CommitCollector = { send: (r) => void this.#pending.push(r), changelog: (r) => void this.#pending.push(r) };
@@ -145,10 +149,11 @@ export class TopologyTestDriver {
     this.#partitions = opts.partitions ?? 1;
     this.#autoCommit = opts.autoCommit ?? true;
     this.#clock = opts.startTimeMs ?? 0;
+    this.#wallClock = opts.wallClockStartMs ?? Date.now();
     this.#taskOpts = {
       ...(opts.sleep ? { sleep: opts.sleep } : {}),
       ...(opts.random ? { random: opts.random } : {}),
-      ...(opts.now ? { now: opts.now } : {}),
+      now: opts.now ?? (() => this.#wallClock),
       ...(opts.cacheMaxRecords !== undefined ? { cache: { maxRecords: opts.cacheMaxRecords } } : {}),
     };
     const globals = globalTableRows(this.compiled.globalTables);
@@ -342,6 +347,32 @@ export class TopologyTestDriver {
       };
       return then(step(0), () => (this.#autoCommit ? this.#commit() : undefined));
     });
+  }
+
+  /**
+   * Moves the driver's wall clock `ms` on and runs the wall-clock punctuations now due, as the worker's
+   * loop does between batches (inside the open transaction). Commits when autoCommit is on.
+   */
+  advanceWallClockTime(ms: number): Step {
+    return this.#guard(() => {
+      this.#wallClock += ms;
+      const now = this.#wallClock;
+      const tasks = [...this.#tasks.values()].filter((t) => t.punctuatesOnWallClock);
+      const step = (i: number): Step => {
+        for (; i < tasks.length; i++) {
+          const t = tasks[i]!;
+          this.#open.add(t);
+          const r = t.punctuateWallClock(now, this.#collector);
+          if (r !== undefined) return r.then(() => step(i + 1));
+        }
+      };
+      return then(step(0), () => (this.#autoCommit ? this.#commit() : undefined));
+    });
+  }
+
+  /** The driver's wall clock (see advanceWallClockTime). */
+  get wallClockTime(): number {
+    return this.#wallClock;
   }
 
   /** Commits the open transaction, then lets downstream sub-topologies process what it released. */

@@ -1,6 +1,8 @@
 import type { IncomingRecord } from '../core/records.ts';
 import { ordersInput, prng, type InputRecord } from './orders-input.ts';
 import { recordId, type ExpectationModel } from './verify.ts';
+import { sessionsInput, sessionsModel } from './sessions-pipeline.ts';
+import { heartbeatsModel } from './heartbeats-pipeline.ts';
 
 /**
  * The example topologies the chaos harness, the demo and the benchmarks run, each with an
@@ -15,7 +17,7 @@ export interface Pipeline {
   readonly model: ExpectationModel;
 }
 
-export type PipelineName = 'orders' | 'word-count' | 'enrichment';
+export type PipelineName = 'orders' | 'word-count' | 'enrichment' | 'sessions' | 'heartbeats';
 
 interface OrderLike {
   eventId: string;
@@ -175,6 +177,20 @@ function enrichmentInput({ records, seed, poison }: { records: number; seed: num
 }
 
 export const pipelines: Record<PipelineName, Pipeline> = {
+  sessions: {
+    name: 'sessions',
+    file: 'topology/sessions.ts',
+    env: (input, output) => ({ ONCEFLOW_SESSIONS_INPUT: input, ONCEFLOW_SESSIONS_OUTPUT: output }),
+    input: sessionsInput,
+    model: sessionsModel(),
+  },
+  heartbeats: {
+    name: 'heartbeats',
+    file: 'topology/heartbeats.ts',
+    env: (input, output) => ({ ONCEFLOW_HEARTBEATS_INPUT: input, ONCEFLOW_HEARTBEATS_OUTPUT: output }),
+    input: sessionsInput,
+    model: heartbeatsModel(),
+  },
   enrichment: {
     name: 'enrichment',
     file: 'topology/enrichment-events.ts',

@@ -12,8 +12,10 @@ export interface ExpectationModel {
   expectedProducers(inputs: readonly IncomingRecord[]): Set<string>;
   /** The final value per output key (both as canonical strings), or undefined for pipelines without aggregates. */
   expectedFinal?(inputs: readonly IncomingRecord[]): Map<string, string>;
-  /** Canonical key and value of an output record, to compare with expectedFinal. */
-  readOutput?(record: IncomingRecord): { key: string; value: string };
+  /** Canonical key and value of an output record, to compare with expectedFinal; undefined leaves the record out of that comparison. */
+  readOutput?(record: IncomingRecord): { key: string; value: string } | undefined;
+  /** Invariants of the result topic beyond final values (e.g. a sequence without gaps): one line per violation, counted as mismatches. */
+  checkOutputs?(outputs: readonly IncomingRecord[]): string[];
 }
 
 export interface VerifyOptions {
@@ -61,12 +63,12 @@ export function lineageOf(r: IncomingRecord): Lineage | undefined {
 }
 
 /** Last value per key in offset order per partition: what a consumer of a changelog-like topic ends with. */
-export function lastByKey(records: readonly IncomingRecord[], read: (r: IncomingRecord) => { key: string; value: string }): Map<string, string> {
+export function lastByKey(records: readonly IncomingRecord[], read: (r: IncomingRecord) => { key: string; value: string } | undefined): Map<string, string> {
   const sorted = [...records].sort((a, b) => a.partition - b.partition || a.offset - b.offset);
   const out = new Map<string, string>();
   for (const r of sorted) {
-    const { key, value } = read(r);
-    out.set(key, value);
+    const kv = read(r);
+    if (kv !== undefined) out.set(kv.key, kv.value);
   }
   return out;
 }
@@ -111,7 +113,12 @@ export async function verify(opts: VerifyOptions): Promise<VerifyReport> {
   const mismatchExamples: string[] = [];
   if (opts.model.expectedFinal && opts.model.readOutput && opts.resultTopic) {
     const want = opts.model.expectedFinal(inputs);
-    const got = lastByKey(byTopic.get(opts.resultTopic) ?? (await read(opts.resultTopic, 'read_committed')), opts.model.readOutput);
+    const results = byTopic.get(opts.resultTopic) ?? (await read(opts.resultTopic, 'read_committed'));
+    const got = lastByKey(results, opts.model.readOutput);
+    for (const violation of opts.model.checkOutputs?.(results) ?? []) {
+      aggregateMismatches++;
+      if (mismatchExamples.length < 5) mismatchExamples.push(violation);
+    }
     const keys = new Set([...want.keys(), ...got.keys()]);
     aggregateKeys = keys.size;
     for (const key of keys) {
