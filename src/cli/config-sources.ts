@@ -23,6 +23,7 @@ const FIELD_KINDS = {
   maxPollIntervalMs: 'number',
   sessionTimeoutMs: 'number',
   registryUrl: 'string',
+  advertisedUrl: 'string',
   kafka: 'map',
   shutdownTimeoutMs: 'number',
   cacheMaxBytes: 'number',

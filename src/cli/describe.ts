@@ -128,6 +128,9 @@ export function describeText(c: CompiledTopology): string {
     const w = s.window ? `, ${s.window.type} window size ${s.window.sizeMs}ms advance ${s.window.advanceMs}ms grace ${s.window.graceMs}ms${s.window.emitFinal ? ', emit final' : ''}` : sessionText(s);
     lines.push(`  ${s.name} (${s.kind}, node ${s.node}, sub-topology ${s.subtopology}, changelog ${s.changelogTopic}${s.sourceTopicChangelog ? ' (its source topic)' : ''}${w})`);
   }
+  if (c.stores.size > 0) {
+    lines.push('  (interactive queries, on a replica run with --http-port: GET /stores/<store>/<key>, a window store\'s windows of a key, /stores/<store>?prefix=; /metadata/<store>/<key>?route=1 from any replica with --advertised-url)');
+  }
   if (c.globalTables.length > 0) {
     lines.push('Global tables (read whole by every worker, outside the transaction):');
     for (const g of c.globalTables) lines.push(`  ${g.store} (node ${g.node}, topic ${g.topic})`);

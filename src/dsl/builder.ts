@@ -4,6 +4,7 @@ import { JoinWindows } from './windows.ts';
 import { SessionWindows, type SessionWindowSpec } from './session-windows.ts';
 import type { SuppressSpec } from './suppress.ts';
 import type { ProcessFn, ProcessorOptions, PunctuationSpec } from './processor.ts';
+import type { HeadersUpdate, RecordContext } from './headers.ts';
 import type {
   AggregateOptions,
   CountOptions,
@@ -137,41 +138,41 @@ export class Stream<K, V> {
     return new Stream<K2, V2>(this.builder, index, key, value);
   }
 
-  filter(predicate: (key: K, value: V) => boolean, opts?: NamedOptions): Stream<K, V> {
+  filter(predicate: (key: K, value: V, ctx: RecordContext) => boolean, opts?: NamedOptions): Stream<K, V> {
     return this.#next({ kind: 'filter', fn: predicate as KeyValueFn, negate: false }, opts, this.keySerde, this.valueSerde);
   }
 
-  filterNot(predicate: (key: K, value: V) => boolean, opts?: NamedOptions): Stream<K, V> {
+  filterNot(predicate: (key: K, value: V, ctx: RecordContext) => boolean, opts?: NamedOptions): Stream<K, V> {
     return this.#next({ kind: 'filter', fn: predicate as KeyValueFn, negate: true }, opts, this.keySerde, this.valueSerde);
   }
 
-  map<K2, V2>(fn: (key: K, value: V) => KeyValue<K2, V2>, opts?: KeyValueSerdeOptions<K2, V2>): Stream<K2, V2> {
+  map<K2, V2>(fn: (key: K, value: V, ctx: RecordContext) => KeyValue<K2, V2>, opts?: KeyValueSerdeOptions<K2, V2>): Stream<K2, V2> {
     return this.#next({ kind: 'map', fn: fn as KeyValueFn }, opts, asSerde(opts?.key), asSerde(opts?.value));
   }
 
   /** Sees the value only. A function that needs the key is a `map`, after which a stateful stage repartitions (the key may have changed). */
-  mapValues<W>(fn: (value: V) => W, opts?: ValueSerdeOptions<W>): Stream<K, W> {
+  mapValues<W>(fn: (value: V, ctx: RecordContext) => W, opts?: ValueSerdeOptions<W>): Stream<K, W> {
     return this.#next({ kind: 'mapValues', fn: fn as ValueOnlyFn }, opts, this.keySerde, asSerde(opts?.value));
   }
 
-  flatMap<K2, V2>(fn: (key: K, value: V) => Iterable<KeyValue<K2, V2>>, opts?: KeyValueSerdeOptions<K2, V2>): Stream<K2, V2> {
+  flatMap<K2, V2>(fn: (key: K, value: V, ctx: RecordContext) => Iterable<KeyValue<K2, V2>>, opts?: KeyValueSerdeOptions<K2, V2>): Stream<K2, V2> {
     return this.#next({ kind: 'flatMap', fn: fn as KeyValueFn }, opts, asSerde(opts?.key), asSerde(opts?.value));
   }
 
-  flatMapValues<W>(fn: (value: V) => Iterable<W>, opts?: ValueSerdeOptions<W>): Stream<K, W> {
+  flatMapValues<W>(fn: (value: V, ctx: RecordContext) => Iterable<W>, opts?: ValueSerdeOptions<W>): Stream<K, W> {
     return this.#next({ kind: 'flatMapValues', fn: fn as ValueOnlyFn }, opts, this.keySerde, asSerde(opts?.value));
   }
 
-  selectKey<K2>(fn: (key: K, value: V) => K2, opts?: KeySerdeOptions<K2>): Stream<K2, V> {
+  selectKey<K2>(fn: (key: K, value: V, ctx: RecordContext) => K2, opts?: KeySerdeOptions<K2>): Stream<K2, V> {
     return this.#next({ kind: 'selectKey', fn: fn as KeyValueFn }, opts, asSerde(opts?.key), this.valueSerde);
   }
 
   /** Routes each record to the first branch whose predicate holds; others go to `default` if named, else are dropped. */
   branch<N extends string, D extends string = never>(
-    predicates: { readonly [P in N]: (key: K, value: V) => boolean },
+    predicates: { readonly [P in N]: (key: K, value: V, ctx: RecordContext) => boolean },
     opts?: NamedOptions & { readonly default?: D },
   ): { readonly [P in N | D]: Stream<K, V> } {
-    const entries = Object.entries(predicates) as [string, (key: K, value: V) => boolean][];
+    const entries = Object.entries(predicates) as [string, (key: K, value: V, ctx: RecordContext) => boolean][];
     const branches = entries.map(([name, fn]) => ({ name, fn: fn as KeyValueFn }));
     if (opts?.default !== undefined) branches.push({ name: opts.default, fn: () => true });
     const branchNode = this.#next<K, V>({ kind: 'branch', branches }, opts, this.keySerde, this.valueSerde);
@@ -189,8 +190,17 @@ export class Stream<K, V> {
     return this.#next({ kind: 'merge' }, opts, key, value, [other.nodeIndex]);
   }
 
-  peek(fn: (key: K, value: V) => void, opts?: NamedOptions): Stream<K, V> {
+  peek(fn: (key: K, value: V, ctx: RecordContext) => void, opts?: NamedOptions): Stream<K, V> {
     return this.#next({ kind: 'peek', fn: fn as KeyValueFn }, opts, this.keySerde, this.valueSerde);
+  }
+
+  /**
+   * Sets the headers of what this record becomes downstream (outputs, repartition topics): `fn` gets
+   * the record's headers as `ctx.headers` and returns the new ones, e.g. `ctx.headers.with('trace', id)`
+   * or `{ source: 'shop' }` (which replaces them all).
+   */
+  setHeaders(fn: (key: K, value: V, ctx: RecordContext) => HeadersUpdate, opts?: NamedOptions): Stream<K, V> {
+    return this.#next({ kind: 'setHeaders', fn: fn as KeyValueFn }, opts, this.keySerde, this.valueSerde);
   }
 
   /**
@@ -304,7 +314,7 @@ export class Stream<K, V> {
     return new GroupedStream<K, V>(this.builder, this.nodeIndex, asSerde(opts?.key) ?? this.keySerde, asSerde(opts?.value) ?? this.valueSerde);
   }
 
-  groupBy<K2>(fn: (key: K, value: V) => K2, opts: GroupByOptions<K2, V>): GroupedStream<K2, V> {
+  groupBy<K2>(fn: (key: K, value: V, ctx: RecordContext) => K2, opts: GroupByOptions<K2, V>): GroupedStream<K2, V> {
     const value = asSerde(opts.value) ?? this.valueSerde;
     const key = asSerde(opts.key)!;
     const s = this.#next<K2, V>({ kind: 'groupBy', fn: fn as KeyValueFn }, opts, key, value);
@@ -473,7 +483,7 @@ export class Table<K, V> {
     return this.#next({ kind: 'tableFilter', fn: predicate as KeyValueFn, negate: true }, opts, this.valueSerde);
   }
 
-  mapValues<W>(fn: (value: V) => W, opts?: ValueSerdeOptions<W>): Table<K, W> {
+  mapValues<W>(fn: (value: V, ctx: RecordContext) => W, opts?: ValueSerdeOptions<W>): Table<K, W> {
     return this.#next({ kind: 'tableMapValues', fn: fn as ValueOnlyFn }, opts, asSerde(opts?.value));
   }
 

@@ -6,3 +6,4 @@ export type { ProcessorContext, ProcessorOptions, ProcessorStore, Punctuation } 
 export { loadTopology, NotATopologyError, TopologyLoadError } from './load.ts';
 export { STAGE_KINDS, type StageKind, type Boundary } from './nodes.ts';
 export * from './types.ts';
+export { RecordHeaders, type RecordContext, type HeadersUpdate, type HeaderValue } from './headers.ts';

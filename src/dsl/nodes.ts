@@ -3,6 +3,7 @@ import type { EffectContext, RetryPolicy, WindowSpec } from './types.ts';
 import type { SessionWindowSpec } from './session-windows.ts';
 import type { SuppressSpec } from './suppress.ts';
 import type { PunctuationSpec, ProcessFn } from './processor.ts';
+import type { RecordContext } from './headers.ts';
 
 /**
  * The graph the DSL records. Stage functions are stored with `unknown` parameters: the fluent
@@ -21,6 +22,7 @@ export type StageKind =
   | 'branchChild'
   | 'merge'
   | 'peek'
+  | 'setHeaders'
   | 'dedupe'
   | 'latestByVersion'
   | 'aggregate'
@@ -66,6 +68,7 @@ export const STAGE_KINDS: Readonly<Record<StageKind, StageKindInfo>> = {
   branchChild: { label: 'BRANCHCHILD', boundary: 'transactional', role: 'processor', changesKey: false },
   merge: { label: 'MERGE', boundary: 'transactional', role: 'processor', changesKey: false },
   peek: { label: 'PEEK', boundary: 'transactional', role: 'processor', changesKey: false },
+  setHeaders: { label: 'SET-HEADERS', boundary: 'transactional', role: 'processor', changesKey: false },
   dedupe: { label: 'DEDUPE', boundary: 'transactional', role: 'processor', changesKey: false },
   latestByVersion: { label: 'LATEST-BY-VERSION', boundary: 'transactional', role: 'processor', changesKey: false },
   aggregate: { label: 'AGGREGATE', boundary: 'transactional', role: 'processor', changesKey: false },
@@ -91,10 +94,11 @@ export const STAGE_KINDS: Readonly<Record<StageKind, StageKindInfo>> = {
  * One argument order for every stage, Kafka Streams' (key, value, ...extra): while filter took
  * (value, key) and groupBy (key, value), the README's `filter((_k, o) => o.status === 'PAID')` read
  * the key as the order and, run unchecked by tsx, dropped every record. mapValues and flatMapValues
- * see the value only.
+ * see the value only. Stateless stages also pass the record context (headers) last; functions that do
+ * not declare it never make it decode anything.
  */
-export type KeyValueFn = (key: unknown, value: unknown) => unknown;
-export type ValueOnlyFn = (value: unknown) => unknown;
+export type KeyValueFn = (key: unknown, value: unknown, ctx?: RecordContext) => unknown;
+export type ValueOnlyFn = (value: unknown, ctx?: RecordContext) => unknown;
 /** A join's `(key, value, otherValue)`: the key first, as everywhere; a missing side is null. */
 export type JoinerFn = (key: unknown, value: unknown, other: unknown) => unknown;
 
@@ -127,6 +131,8 @@ export type StageSpec =
   | { readonly kind: 'branchChild'; readonly branch: string }
   | { readonly kind: 'merge' }
   | { readonly kind: 'peek'; readonly fn: KeyValueFn }
+  /** `fn(key, value, ctx)` gives the headers everything downstream of it carries (a RecordHeaders or name → value). */
+  | { readonly kind: 'setHeaders'; readonly fn: KeyValueFn }
   | { readonly kind: 'dedupe'; readonly fn: KeyValueFn; readonly ttlMs: number; readonly store?: string }
   | { readonly kind: 'latestByVersion'; readonly fn: KeyValueFn; readonly store?: string }
   | {

@@ -1,4 +1,5 @@
 import type { Serde } from '../serdes/serde.ts';
+import type { RecordHeaders } from './headers.ts';
 
 /** A key/value pair as `map` and `flatMap` return it. */
 export type KeyValue<K, V> = readonly [key: K, value: V];
@@ -65,6 +66,8 @@ export interface EffectContext<K> {
   readonly timestamp: number;
   /** 1 on the first try, 2 on the first retry, ... */
   readonly attempt: number;
+  /** The record's headers at this stage (onceflow's lineage header excluded). */
+  readonly headers: RecordHeaders;
 }
 
 export interface EffectOptions<K, V> {

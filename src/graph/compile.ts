@@ -78,6 +78,7 @@ function stageFunctions(spec: StageSpec): unknown[] {
     case 'selectKey':
     case 'groupBy':
     case 'peek':
+    case 'setHeaders':
     case 'dedupe':
     case 'latestByVersion':
       return [spec.fn];

@@ -5,6 +5,7 @@ import { ObservabilityServerError } from './errors.ts';
 import { attachMetrics, type AttachedMetrics, type MetricsOptions } from './metrics.ts';
 import { scrub, secretValues } from './redact.ts';
 import type { ObservedWorker } from './worker-view.ts';
+import { queryJson, QueryRoutes } from './query-routes.ts';
 
 export interface DlqThreshold {
   /** Not ready once this many records were dead-lettered within the interval. */
@@ -131,7 +132,7 @@ export interface ObservabilityServer {
   close(): Promise<void>;
 }
 
-/** `/metrics`, `/healthz` (alive), `/readyz` (owns restored partitions, not fatal, DLQ rate below threshold). */
+/** `/metrics`, `/healthz` (alive), `/readyz` (owns restored partitions, not fatal, DLQ rate below threshold), and the interactive queries of query-routes.ts. */
 export async function startObservability(worker: ObservedWorker, options: ObservabilityOptions): Promise<ObservabilityServer> {
   const metrics = attachMetrics(worker, options);
   const readiness = new Readiness(worker, options);
@@ -141,6 +142,7 @@ export async function startObservability(worker: ObservedWorker, options: Observ
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(scrub(JSON.stringify(body), secrets));
   };
+  const queries = worker.queries ? new QueryRoutes(worker.queries) : undefined;
   const probe = (res: ServerResponse, state: HealthState): void =>
     json(res, state.ok ? 200 : 503, { status: state.ok ? 'ok' : 'unavailable', ...state, ...(worker.state === undefined ? {} : { workerState: worker.state }) });
 
@@ -167,7 +169,14 @@ export async function startObservability(worker: ObservedWorker, options: Observ
         probe(res, readiness.readiness());
         return;
       default:
-        json(res, 404, { error: 'not found', paths: ['/metrics', '/healthz', '/readyz'] });
+        if (queries && path !== undefined && QueryRoutes.handles(path)) {
+          void queries.handle(new URL(req.url ?? '/', 'http://localhost'), (status, body, headers) => {
+            res.writeHead(status, { 'content-type': 'application/json', ...headers });
+            res.end(scrub(queryJson(body), secrets));
+          });
+          return;
+        }
+        json(res, 404, { error: 'not found', paths: ['/metrics', '/healthz', '/readyz', ...(queries ? ['/stores', '/metadata/<store>/<key>'] : [])] });
     }
   });
   // Probes are short requests; an idle keep-alive socket must not hold close() open.

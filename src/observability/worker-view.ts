@@ -1,4 +1,5 @@
 import type { ResolvedWorkerConfig } from '../runtime/config.ts';
+import type { InteractiveQueries } from '../runtime/interactive-queries.ts';
 import type { PartitionLag, TopicRecordCount, Transition, TransitionCount, WorkerEvent, WorkerStats } from '../runtime/worker-events.ts';
 
 // Still exported from here: they are part of the view a worker gives observability.
@@ -26,4 +27,6 @@ export interface ObservedWorker {
   partitionLag?(): readonly PartitionLag[];
   /** Records consumed and produced per topic since start. */
   topicRecords?(): readonly TopicRecordCount[];
+  /** Its stores' interactive queries, served under /stores and /metadata. */
+  readonly queries?: InteractiveQueries;
 }

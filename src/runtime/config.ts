@@ -57,6 +57,11 @@ export const workerConfigSchema = z
     stateStore: z.enum(['memory', 'persistent']).default('memory'),
     /** Per worker, `<stateDir>/<appId>/<instanceId>/<task>`: mount a volume here to keep state across pod restarts. */
     stateDir: z.string().min(1).default(() => join(tmpdir(), 'onceflow-state')),
+    /**
+     * The URL other replicas and `onceflow query` reach this one's HTTP server at (interactive queries),
+     * e.g. `http://10.0.0.7:9464`: written to the application's `<appId>-endpoints` topic at start.
+     */
+    advertisedUrl: z.string().url().optional(),
     /** Test-only: commit the consumer offsets outside the transaction, to prove the verifier catches it. */
     unsafeCommitOffsetsOutsideTransaction: z.boolean().default(false),
   })

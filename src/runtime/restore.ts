@@ -9,6 +9,14 @@ import type { RuntimeTask } from './worker-topology.ts';
  */
 export type RestoreStart = (task: RuntimeTask, store: string, changelog: { topic: string; partition: number; low: number; high: number }) => number;
 
+/** Told what a restore reads and how far it got, for interactive queries to answer with while it runs. */
+export interface RestoreObserver {
+  /** The store's changelog partition will be read from offset `from` up to `to` (exclusive). */
+  planned(task: RuntimeTask, store: string, changelog: { readonly topic: string; readonly partition: number; readonly from: number; readonly to: number }): void;
+  /** The changelog record at `offset` was applied. */
+  applied(task: RuntimeTask, store: string, offset: number): void;
+}
+
 const fromTheStart: RestoreStart = (_task, _store, c) => c.low;
 
 /** Where a restore stops short of the end (exclusive), if it does: a table's source topic stops at the group's committed offset. */
@@ -26,6 +34,7 @@ export async function restoreTasks(
   start: RestoreStart = fromTheStart,
   connect: (config: RdConfig) => Promise<KafkaConsumer> = connectConsumer,
   endOf: RestoreEnd = () => undefined,
+  observer?: RestoreObserver,
 ): Promise<number> {
   const targets = new Map<string, { task: RuntimeTask; store: string; end: number }>();
   for (const task of tasks) for (const c of task.changelogs) targets.set(`${c.topic}\u0000${c.partition}`, { task, store: c.store, end: endOf(task, c) ?? Number.POSITIVE_INFINITY });
@@ -46,6 +55,7 @@ export async function restoreTasks(
       const partition = Number(p);
       const { low, high } = await watermarks(consumer, topic, partition, 30_000);
       const offset = start(task, store, { topic, partition, low, high });
+      observer?.planned(task, store, { topic, partition, from: offset, to: Math.max(offset, Math.min(high, targets.get(key)!.end)) });
       if (Math.min(high, targets.get(key)!.end) > offset) {
         pending.add(key);
         assignment.push({ topic, partition, offset });
@@ -64,6 +74,7 @@ export async function restoreTasks(
           continue;
         }
         if (m.offset >= target.end - 1) pending.delete(key);
+        observer?.applied(target.task, target.store, m.offset);
         if (m.key === null || m.key === undefined) continue;
         target.task.restore(target.store, typeof m.key === 'string' ? Buffer.from(m.key) : m.key, m.value);
         restored++;

@@ -7,6 +7,7 @@ import type { IncomingRecord } from '../core/records.ts';
 import { RetriableError } from '../core/stage-errors.ts';
 import { StageFailure } from './task-errors.ts';
 import { checkRecordSize } from '../core/record-size.ts';
+import { toHeaderList, type HeadersUpdate } from '../dsl/headers.ts';
 import { isThenable, isTransient, RuntimeNode, type Spec, type Step, TaskContext } from './task-context.ts';
 
 export class SourceNode extends RuntimeNode {
@@ -65,7 +66,7 @@ export class SourceNode extends RuntimeNode {
 export class FilterNode extends RuntimeNode {
   readonly #spec = this.node.spec as Spec<'filter'>;
   protected apply(key: unknown, value: unknown): Step {
-    const keep = this.checkSync(this.#spec.fn(key, value));
+    const keep = this.checkSync(this.#spec.fn(key, value, this.ctx.record));
     if (Boolean(keep) !== this.#spec.negate) return this.forward(key, value);
   }
 }
@@ -73,7 +74,7 @@ export class FilterNode extends RuntimeNode {
 export class MapNode extends RuntimeNode {
   readonly #fn = (this.node.spec as Spec<'map'>).fn;
   protected apply(key: unknown, value: unknown): Step {
-    const kv = this.checkSync(this.#fn(key, value)) as readonly [unknown, unknown];
+    const kv = this.checkSync(this.#fn(key, value, this.ctx.record)) as readonly [unknown, unknown];
     return this.forward(kv[0], kv[1]);
   }
 }
@@ -81,21 +82,21 @@ export class MapNode extends RuntimeNode {
 export class MapValuesNode extends RuntimeNode {
   readonly #fn = (this.node.spec as Spec<'mapValues'>).fn;
   protected apply(key: unknown, value: unknown): Step {
-    return this.forward(key, this.checkSync(this.#fn(value)));
+    return this.forward(key, this.checkSync(this.#fn(value, this.ctx.record)));
   }
 }
 
 export class SelectKeyNode extends RuntimeNode {
   readonly #fn = (this.node.spec as Spec<'selectKey' | 'groupBy'>).fn;
   protected apply(key: unknown, value: unknown): Step {
-    return this.forward(this.checkSync(this.#fn(key, value)), value);
+    return this.forward(this.checkSync(this.#fn(key, value, this.ctx.record)), value);
   }
 }
 
 export class FlatMapNode extends RuntimeNode {
   readonly #fn = (this.node.spec as Spec<'flatMap'>).fn;
   protected apply(key: unknown, value: unknown): Step {
-    const it = this.checkSync(this.#fn(key, value)) as Iterable<readonly [unknown, unknown]>;
+    const it = this.checkSync(this.#fn(key, value, this.ctx.record)) as Iterable<readonly [unknown, unknown]>;
     return this.forwardPairs(Array.isArray(it) ? it : [...it], 0);
   }
 }
@@ -103,7 +104,7 @@ export class FlatMapNode extends RuntimeNode {
 export class FlatMapValuesNode extends RuntimeNode {
   readonly #fn = (this.node.spec as Spec<'flatMapValues'>).fn;
   protected apply(key: unknown, value: unknown): Step {
-    const it = this.checkSync(this.#fn(value)) as Iterable<unknown>;
+    const it = this.checkSync(this.#fn(value, this.ctx.record)) as Iterable<unknown>;
     return this.forwardValues(key, Array.isArray(it) ? it : [...it], 0);
   }
 }
@@ -117,8 +118,32 @@ export class PassThroughNode extends RuntimeNode {
 export class PeekNode extends RuntimeNode {
   readonly #fn = (this.node.spec as Spec<'peek'>).fn;
   protected apply(key: unknown, value: unknown): Step {
-    this.checkSync(this.#fn(key, value));
+    this.checkSync(this.#fn(key, value, this.ctx.record));
     return this.forward(key, value);
+  }
+}
+
+/** Everything downstream of it, for this record, carries the headers its function returns; its siblings keep theirs. */
+export class SetHeadersNode extends RuntimeNode {
+  readonly #fn = (this.node.spec as Spec<'setHeaders'>).fn;
+  protected apply(key: unknown, value: unknown): Step {
+    const ctx = this.ctx;
+    const before = ctx.headers;
+    ctx.headers = toHeaderList(this.checkSync(this.#fn(key, value, ctx.record)) as HeadersUpdate);
+    let r: Step;
+    try {
+      r = this.forward(key, value);
+    } catch (e) {
+      ctx.headers = before;
+      throw e;
+    }
+    if (r === undefined) {
+      ctx.headers = before;
+      return;
+    }
+    return r.finally(() => {
+      ctx.headers = before;
+    });
   }
 }
 
@@ -128,7 +153,7 @@ export class BranchNode extends RuntimeNode {
   protected apply(key: unknown, value: unknown): Step {
     const bs = this.#branches;
     for (let i = 0; i < bs.length; i++) {
-      if (this.checkSync(bs[i]!.fn(key, value))) return this.children[i]!.run(key, value);
+      if (this.checkSync(bs[i]!.fn(key, value, this.ctx.record))) return this.children[i]!.run(key, value);
     }
   }
 }
@@ -142,7 +167,7 @@ export class SinkNode extends RuntimeNode {
   protected apply(key: unknown, value: unknown): Step {
     const k = this.#keySerde.serialize(key, this.#keyCtx);
     const v = this.#valueSerde.serialize(value, this.#valueCtx);
-    const headers = this.ctx.current.headers;
+    const headers = this.ctx.headers;
     checkRecordSize(this.#topic, k, v, headers, this.ctx.env.maxRecordBytes);
     this.ctx.out.push(headers.length > 0 ? { topic: this.#topic, key: k, value: v, timestamp: this.ctx.timestamp, headers } : { topic: this.#topic, key: k, value: v, timestamp: this.ctx.timestamp });
   }
@@ -175,7 +200,7 @@ export class EffectNode extends RuntimeNode {
       idempotencyKey = `${rec.topic}-${rec.partition}-${rec.offset}`;
       if (this.#fanout > 0) idempotencyKey += `#${this.#fanout}`;
     }
-    const ectx: EffectContext<unknown> = { idempotencyKey, key, topic: rec.topic, partition: rec.partition, offset: rec.offset, timestamp: this.ctx.timestamp, attempt };
+    const ectx: EffectContext<unknown> = { idempotencyKey, key, topic: rec.topic, partition: rec.partition, offset: rec.offset, timestamp: this.ctx.timestamp, attempt, headers: this.ctx.record.headers };
     const p = this.#spec.fn(key, value, ectx);
     if (!isThenable(p)) return this.forward(key, value);
     return Promise.resolve(p).then(() => this.forward(key, value));

@@ -15,6 +15,7 @@ export interface RecordCacheOptions {
 import { PermanentError, RetriableError } from '../core/stage-errors.ts';
 import { AsyncStageResultError, StageFailure } from './task-errors.ts';
 import { DEAD_LETTER } from '../core/headers.ts';
+import { TaskRecordContext } from './record-context.ts';
 
 /** void on the synchronous fast path; a Promise only when something async is involved. */
 export type Step = void | Promise<void>;
@@ -88,6 +89,10 @@ export class TaskContext {
   #released: RecordOrigin | undefined;
   /** Event time of the current record. */
   timestamp = 0;
+  /** The headers what the current record emits carries: its own, unless a `setHeaders` stage upstream set others. */
+  headers: readonly RecordHeader[] = [];
+  /** Stage functions' `ctx` argument. */
+  readonly record: TaskRecordContext = new TaskRecordContext(this);
   streamTime = Number.NEGATIVE_INFINITY;
   /** Increments per input record; effect stages use it to number fan-out within one record. */
   seq = 0;
@@ -109,6 +114,7 @@ export class TaskContext {
   /** A run for `record` starts: its outputs get a fresh origin, numbered from 0. */
   begin(record: IncomingRecord): void {
     this.current = record;
+    this.headers = record.headers;
     this.origin = { record, released: false, seq: 0, lineagePrefix: undefined };
     this.#released = undefined;
   }
@@ -116,6 +122,7 @@ export class TaskContext {
   /** A run for a result held back on behalf of `origin.record` starts: outputs continue its released numbering. */
   resume(origin: RecordOrigin): void {
     this.current = origin.record;
+    this.headers = origin.record.headers;
     this.origin = origin;
     this.#released = origin;
   }

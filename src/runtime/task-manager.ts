@@ -7,11 +7,22 @@ import type { PartitionRef } from './partition-progress.ts';
 import { partitionKey } from './partition-progress.ts';
 import type { CommitCollector } from './records.ts';
 import { maxRecordBytesFor } from './record-size.ts';
-import { restoreTasks, type RestoreEnd, type RestoreStart } from './restore.ts';
+import { restoreTasks, type RestoreEnd, type RestoreObserver, type RestoreStart } from './restore.ts';
 import type { RuntimeContext } from './runtime-context.ts';
 import { taskId } from './task.ts';
 import { SplitJoinPartitionsError } from './errors.ts';
 import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
+
+/** How far one changelog partition of a restoring task has been read. */
+export interface RestoreProgress {
+  readonly store: string;
+  readonly topic: string;
+  readonly partition: number;
+  /** Offsets [from, to) are read; `position` is the next one to apply. */
+  readonly from: number;
+  readonly to: number;
+  position: number;
+}
 
 interface DropCounts {
   late: number;
@@ -33,6 +44,15 @@ export class TaskManager {
   /** Loaded only for `stateStore: persistent`, so the default never loads LMDB's native binary. */
   private persistentState: typeof PersistentTaskState | undefined;
   private readonly dropsCounted = new WeakMap<RuntimeTask, DropCounts>();
+  /** Tasks whose stores are being restored, with each changelog partition's progress: their state is not whole yet. */
+  private readonly restoring = new Map<RuntimeTask, RestoreProgress[]>();
+  private readonly restoreObserver: RestoreObserver = {
+    planned: (task, store, c) => this.restoring.get(task)?.push({ store, topic: c.topic, partition: c.partition, from: c.from, to: c.to, position: c.from }),
+    applied: (task, store, offset) => {
+      const p = this.restoring.get(task)?.find((r) => r.store === store);
+      if (p) p.position = offset + 1;
+    },
+  };
   /**
    * False from a rollback until the next commit: a fenced zombie's successor may already be writing the
    * changelog, and at least once the rolled-back batch's changelog records stay behind, so its end
@@ -67,6 +87,22 @@ export class TaskManager {
 
   taskFor(key: string): RuntimeTask | undefined {
     return this.bySource.get(key);
+  }
+
+  /** The task of a sub-topology for a partition, if this worker runs it (restoring or not). */
+  taskOf(subtopology: number, partition: number): RuntimeTask | undefined {
+    return this.tasks.get(taskId(subtopology, partition));
+  }
+
+  /** This worker's tasks of a sub-topology, by partition. */
+  tasksOf(subtopology: number): { readonly partition: number; readonly task: RuntimeTask }[] {
+    const prefix = `${subtopology}_`;
+    return [...this.tasks].filter(([id]) => id.startsWith(prefix)).map(([id, task]) => ({ partition: Number(id.slice(prefix.length)), task }));
+  }
+
+  /** Undefined unless the task's stores are being restored now. */
+  restoreProgress(task: RuntimeTask): readonly RestoreProgress[] | undefined {
+    return this.restoring.get(task);
   }
 
   owns(key: string): boolean {
@@ -147,7 +183,13 @@ export class TaskManager {
       return offset;
     };
     const end: RestoreEnd = (_task, c) => (c.sourceTopic ? (committedOf(c.topic, c.partition) ?? 0) : undefined);
-    const records = await restoreTasks({ ...this.context.clientConfig(), 'group.id': this.context.config.appId }, tasks, start, (config) => this.context.clients.consumer(config), end);
+    for (const task of tasks) this.restoring.set(task, []);
+    let records: number;
+    try {
+      records = await restoreTasks({ ...this.context.clientConfig(), 'group.id': this.context.config.appId }, tasks, start, (config) => this.context.clients.consumer(config), end, this.restoreObserver);
+    } finally {
+      for (const task of tasks) this.restoring.delete(task);
+    }
     for (const task of tasks) this.persistentStates.get(task)?.startProcessing();
     this.context.stats.restoredRecords += records;
     this.context.emit({ type: 'restored', records, ms: Date.now() - started, fromCheckpoint });

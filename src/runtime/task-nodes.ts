@@ -3,7 +3,7 @@
 import type { CompiledNode, CompiledStore } from '../graph/types.ts';
 import type { TransactionalStore } from '../state/transactional.ts';
 import { RuntimeNode, TaskContext } from './task-context.ts';
-import { BranchNode, DeadLetterNode, EffectNode, FilterNode, FlatMapNode, FlatMapValuesNode, MapNode, MapValuesNode, PassThroughNode, PeekNode, SelectKeyNode, SinkNode, SourceNode } from './stateless-nodes.ts';
+import { BranchNode, DeadLetterNode, EffectNode, FilterNode, FlatMapNode, FlatMapValuesNode, MapNode, MapValuesNode, PassThroughNode, PeekNode, SelectKeyNode, SetHeadersNode, SinkNode, SourceNode } from './stateless-nodes.ts';
 import { AggregateNode, DedupeNode, LatestByVersionNode, WindowedAggregateNode } from './stateful-nodes.ts';
 import { rowsOf, TableFilterNode, TableMapValuesNode, ToTableNode } from './table-nodes.ts';
 import { GlobalTableJoinNode, StreamStreamJoinNode, StreamTableJoinNode, TableTableJoinNode } from './join-nodes.ts';
@@ -71,6 +71,8 @@ export function createRuntimeNode(ctx: TaskContext, node: CompiledNode, storeOf:
       return new PassThroughNode(ctx, node);
     case 'peek':
       return new PeekNode(ctx, node);
+    case 'setHeaders':
+      return new SetHeadersNode(ctx, node);
     case 'sink':
     case 'repartitionSink':
       return new SinkNode(ctx, node);

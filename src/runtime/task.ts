@@ -3,6 +3,7 @@ import type { CommitCollector, IncomingRecord, RecordCollector } from '../core/r
 import { inMemoryStoreFactory, type StoreFactory } from '../state/store.ts';
 import { TransactionalStore } from '../state/transactional.ts';
 import { windowStoreKey, splitWindowStoreKey } from '../state/windowed.ts';
+import { StoreReader } from '../state/queries.ts';
 import type { Windowed } from '../dsl/types.ts';
 import { createRuntimeNode, TaskContext, type CachingNode, type RuntimeNode, type SourceNode, type Step, type TaskMetrics } from './task-nodes.ts';
 import { CacheBudget, type CachedResult } from './record-cache.ts';
@@ -387,6 +388,12 @@ export class Task {
     } else kb = spec.keySerde.serialize(key, kctx) ?? Buffer.alloc(0);
     const v = s.get(kb);
     return v === undefined ? undefined : decodeStored(spec, v);
+  }
+
+  /** Reads a store's committed state only, never the open transaction's writes: what interactive queries answer from. */
+  reader(store: string): StoreReader {
+    const { store: s, spec } = this.#store(store);
+    return new StoreReader(spec, s.committed);
   }
 
   /** Every entry of a store, decoded; window stores yield `Windowed<K>` keys. */

@@ -1,7 +1,8 @@
 import type { Serde, SerdeContext } from '../serdes/serde.ts';
 import type { CommitCollector, IncomingRecord, RecordCollector } from '../core/records.ts';
 import type { StoreFactory } from '../state/store.ts';
-import type { CompiledGlobalTable, TaskPlan } from '../graph/types.ts';
+import type { CompiledGlobalTable, CompiledStore, TaskPlan } from '../graph/types.ts';
+import type { StoreReader } from '../state/queries.ts';
 import type { TaskMetrics } from './task-nodes.ts';
 import { createTask, type TaskOptions } from './task.ts';
 
@@ -17,6 +18,8 @@ export interface RuntimeTopology {
   readonly copartitionGroups?: readonly { readonly join: string; readonly topics: readonly string[] }[];
   /** Global tables every worker reads whole, outside the transaction. */
   readonly globalTables?: readonly CompiledGlobalTable[];
+  /** The stores of the tasks, by name, for interactive queries. */
+  readonly stores?: ReadonlyMap<string, CompiledStore>;
   serdeUsages(): readonly { readonly serde: Serde<unknown>; readonly ctx: SerdeContext }[];
   createTask(subtopologyId: number, partition: number, opts?: { readonly storeFactory?: StoreFactory; readonly initialStreamTime?: number; readonly cache?: TaskOptions['cache']; readonly maxRecordBytes?: number; readonly globalRows?: TaskOptions['globalRows'] }): RuntimeTask;
   /** Partition counts of every topic, internal ones derived from the external sources' counts. */
@@ -51,6 +54,8 @@ export interface RuntimeTask {
   wallClockDue?(now: number): boolean;
   /** Runs the wall-clock punctuations due at `now` in the open transaction; each output carries its origin. */
   punctuateWallClock?(now: number, collector: RecordCollector): void | Promise<void>;
+  /** A store's committed state, for interactive queries; tasks without stores may omit it. */
+  reader?(store: string): StoreReader;
 }
 
 /**
@@ -64,6 +69,7 @@ export function runtimeTopology(compiled: TaskPlan & Omit<RuntimeTopology, 'crea
     topics: compiled.topics,
     copartitionGroups: compiled.copartitionGroups ?? [],
     globalTables: compiled.globalTables ?? [],
+    stores: compiled.stores,
     serdeUsages: () => compiled.serdeUsages(),
     resolvePartitions: (sourcePartitions) => compiled.resolvePartitions(sourcePartitions),
     totalRetryBudgetMs: () => compiled.totalRetryBudgetMs(),

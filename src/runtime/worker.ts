@@ -26,6 +26,8 @@ import type { PartitionLag, TopicRecordCount, WorkerEvent, WorkerStats } from '.
 import { LOOPING, WORKER_TRANSITIONS, type WorkerState } from './worker-state.ts';
 import { consumerConfig, partitionLag, prepareTopics } from './worker-setup.ts';
 import { GlobalTableReader } from './global-table-reader.ts';
+import { InteractiveQueries } from './interactive-queries.ts';
+import { publishEndpoint } from './endpoints.ts';
 export { LINEAGE } from '../core/headers.ts';
 export { CHAOS_PHASES, type ChaosPhase } from './faults.ts';
 export type { WorkerEvent, WorkerStats } from './worker-events.ts';
@@ -85,6 +87,8 @@ export class Worker extends EventEmitter {
   /** The batch fetched while the last commit waited on the broker, with the partition epoch it was fetched under. */
   private prefetched: { readonly batch: Promise<Message[]>; readonly epoch: number } | undefined;
   private readonly globalTables: GlobalTableReader;
+  /** Reads of the stores' committed state, here or (through the group) on the replica that owns a key. */
+  readonly queries: InteractiveQueries;
 
   /** `topology`: a compiled topology (`compile(...)`), or the runtime's view of one. */
   constructor(topology: RuntimeTopology | (TaskPlan & Omit<RuntimeTopology, 'createTask'>), config: WorkerConfigInput, options: WorkerOptions = {}) {
@@ -123,7 +127,22 @@ export class Worker extends EventEmitter {
     this.tasks = new TaskManager(this.topology, context, this.globalTables.rowsOf);
     this.collector = new WorkerRecordCollector(context, this.output, deadLetterTopics);
     this.transaction = new TransactionDriver(context, this.output, this.tasks, this.progress, this.collector, this.guardOptions());
+    this.queries = new InteractiveQueries({
+      appId: this.config.appId,
+      stores: this.topology.stores ?? new Map(),
+      tasks: this.tasks,
+      sourceTopicsOf: (sub) => this.topology.subtopologies.find((s) => s.id === sub)?.sourceTopics ?? [],
+      partitionCount: (topic) => this.partitionCount(topic),
+      connection: { bootstrap: this.config.bootstrap, kafka: this.config.kafka, withAdmin: this.clients.withAdmin },
+      clientId: () => this.consumerClientId,
+      advertisedUrl: this.config.advertisedUrl,
+    });
     this.rebalances = new RebalanceHandler(context, this.tasks, this.progress, this.transaction, () => this.lifecycle.is('STOPPED', 'FAILED'));
+  }
+
+  /** The client id the group lists this worker's consumer under. */
+  private get consumerClientId(): string {
+    return String(this.context.clientConfig()['client.id']);
   }
 
   get transactionalId(): string {
@@ -178,6 +197,13 @@ export class Worker extends EventEmitter {
       },
       this.config.kafka,
     );
+    if (this.config.advertisedUrl !== undefined) {
+      await publishEndpoint({ bootstrap: this.config.bootstrap, kafka: this.config.kafka, withAdmin: this.clients.withAdmin }, this.config.appId, {
+        clientId: this.consumerClientId,
+        instanceId: this.config.instanceId,
+        url: this.config.advertisedUrl,
+      });
+    }
     for (const { serde, ctx } of this.topology.serdeUsages()) {
       await serde.prepare?.(ctx, { registryUrl: this.config.registryUrl });
     }

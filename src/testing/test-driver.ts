@@ -5,6 +5,7 @@ import { compile } from '../graph/compile.ts';
 import type { CompiledTopology } from '../graph/compiled.ts';
 import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordHeader } from '../core/records.ts';
 import { createTask, taskId, type Step, type Task, type TaskMetrics, type TaskOptions } from '../runtime/task.ts';
+import { scanAll } from '../state/queries.ts';
 import { partitionFor } from './partitioner.ts';
 import { DEAD_LETTER } from '../core/headers.ts';
 import { globalTableRows, type GlobalTableRows } from '../runtime/global-tables.ts';
@@ -104,6 +105,15 @@ export interface TestOutputTopic<K, V> {
 export interface TestStore<K, V> {
   get(key: K): V | undefined;
   entries(): Array<[K, V]>;
+}
+
+/** A store as interactive queries read it on a worker: committed state only, across every partition. */
+export interface TestStoreQuery<K, V> {
+  get(key: K): V | undefined;
+  /** A bounded scan by key prefix or range (serialized key order), as `GET /stores/<store>?prefix=` answers. */
+  scan(opts?: { readonly prefix?: K; readonly from?: K; readonly to?: K; readonly limit?: number }): Array<[K, V]>;
+  /** A windowed store's windows of a key whose start lies in [fromMs, toMs]. */
+  fetch(key: K, fromMs?: number, toMs?: number): Array<{ readonly start: number; readonly end: number; readonly value: V }>;
 }
 
 const ZERO_METRICS: TaskMetrics = { recordsProcessed: 0, deadLettered: 0, retries: 0, lateRecordsDropped: 0, duplicatesDropped: 0, staleVersionsDropped: 0, nullKeysDropped: 0 };
@@ -315,6 +325,27 @@ export class TopologyTestDriver {
         return undefined;
       },
       entries: () => tasks().flatMap((t) => t.entries(name) as Array<[K, V]>),
+    };
+  }
+
+  /**
+   * A store as a running worker's interactive queries read it (`worker.queries`, `GET /stores/...`):
+   * the committed state only, so with autoCommit off nothing piped since the last commit shows.
+   */
+  query<K, V>(name: string): TestStoreQuery<K, V> {
+    const spec = this.compiled.stores.get(name);
+    if (!spec) throw new UnknownTestStoreError(name, [...this.compiled.stores.keys()]);
+    const readers = () => [...this.#tasks.values()].filter((t) => t.subtopology === spec.subtopology).map((t) => t.reader(name));
+    return {
+      get: (key) => {
+        for (const r of readers()) {
+          const v = r.get(key);
+          if (v !== undefined) return v as V;
+        }
+        return undefined;
+      },
+      scan: (opts = {}) => scanAll(readers(), opts).entries.map((e) => [e.key as K, e.value as V]),
+      fetch: (key, fromMs, toMs) => readers().flatMap((r) => r.fetch(key, fromMs, toMs)).map((w) => ({ start: w.start, end: w.end, value: w.value as V })),
     };
   }
 

@@ -100,11 +100,11 @@ test('reduce keeps the first value and folds the rest', () => {
   assert.deepEqual(driver.output('out').readValues(), [3, 9, 9]);
 });
 
-test('every stage function that sees the key gets (key, value, ...extra); mapValues and flatMapValues get the value alone', async () => {
+test('every stage function that sees the key gets (key, value, ...extra); mapValues and flatMapValues get the value alone (and the record context)', async () => {
   // The engine stores stage functions with unknown parameters, so only running them shows the order it passes.
   const calls: Record<string, unknown[]> = {};
   const spy = <R>(name: string, result: R) => (...args: unknown[]): R => {
-    calls[name] = args.map((a) => (typeof a === 'object' && a !== null && 'idempotencyKey' in a ? 'ctx' : a));
+    calls[name] = args.map((a) => (typeof a === 'object' && a !== null && ('idempotencyKey' in a || 'headers' in a) ? 'ctx' : a));
     return result;
   };
   const app = new TopologyBuilder({ appId: 'order-of-args' });
@@ -125,20 +125,20 @@ test('every stage function that sees the key gets (key, value, ...extra); mapVal
   await new TopologyTestDriver(app).input<string, string>('in').pipe('K', 'V', { timestamp: 5 });
   assert.deepEqual(calls, {
     timestamp: ['K', 'V', 5],
-    filter: ['K', 'V'],
-    filterNot: ['K', 'V'],
-    peek: ['K', 'V'],
+    filter: ['K', 'V', 'ctx'],
+    filterNot: ['K', 'V', 'ctx'],
+    peek: ['K', 'V', 'ctx'],
     dedupe: ['K', 'V'],
     latestByVersion: ['K', 'V'],
     idempotencyKey: ['K', 'V'],
     effect: ['K', 'V', 'ctx'],
-    branch: ['K', 'V'],
-    mapValues: ['V'],
-    flatMapValues: ['v2'],
-    selectKey: ['K', 'v3'],
-    map: ['k2', 'v3'],
-    flatMap: ['k3', 'v4'],
-    groupBy: ['k4', 'v5'],
+    branch: ['K', 'V', 'ctx'],
+    mapValues: ['V', 'ctx'],
+    flatMapValues: ['v2', 'ctx'],
+    selectKey: ['K', 'v3', 'ctx'],
+    map: ['k2', 'v3', 'ctx'],
+    flatMap: ['k3', 'v4', 'ctx'],
+    groupBy: ['k4', 'v5', 'ctx'],
     aggregate: ['g', 'v5', 'init'],
   });
 });

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TopologyBuilder } from '../../src/dsl/builder.ts';
+import { tumblingWindow } from '../../src/dsl/windows.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 import { TopologyTestDriver } from '../../src/testing/test-driver.ts';
 import { murmur2, partitionFor } from '../../src/testing/partitioner.ts';
@@ -107,4 +108,30 @@ test('an aborted transaction rewinds stream time, so replays close windows the s
   assert.equal(driver.task(0, 0).streamTime, 900);
   driver.abort();
   assert.equal(driver.task(0, 0).streamTime, 100);
+});
+
+test('driver.query reads a store as interactive queries do: committed state only, by key, prefix, range and window', () => {
+  const app = new TopologyBuilder({ appId: 'iq' });
+  const words = app.stream('words', { key: stringSerde, value: stringSerde });
+  words.groupByKey().count({ name: 'word-counts' });
+  words.groupByKey().windowedBy(tumblingWindow(1_000, { graceMs: 10_000 })).count({ name: 'word-counts-per-second' });
+  const driver = new TopologyTestDriver(app, { partitions: 3, autoCommit: false });
+  const input = driver.input<string, string>('words');
+  for (const [word, at] of [['apple', 100], ['apricot', 200], ['apple', 1_500], ['banana', 1_600]] as const) input.pipe(word, word, { timestamp: at });
+  const counts = driver.query<string, number>('word-counts');
+  // Nothing is committed yet: the open transaction's writes are not what a query sees.
+  assert.equal(counts.get('apple'), undefined);
+  assert.equal(driver.store<string, number>('word-counts').get('apple'), 2);
+  driver.commit();
+  assert.equal(counts.get('apple'), 2);
+  assert.equal(counts.get('cherry'), undefined);
+  assert.deepEqual(counts.scan({ prefix: 'ap' }), [['apple', 2], ['apricot', 1]]);
+  assert.deepEqual(counts.scan({ from: 'apricot', to: 'banana' }), [['apricot', 1], ['banana', 1]]);
+  assert.deepEqual(counts.scan({ limit: 1 }), [['apple', 2]]);
+  assert.deepEqual(driver.query<string, number>('word-counts-per-second').fetch('apple'), [
+    { start: 0, end: 1_000, value: 1 },
+    { start: 1_000, end: 2_000, value: 1 },
+  ]);
+  assert.deepEqual(driver.query<string, number>('word-counts-per-second').fetch('apple', 500, 5_000), [{ start: 1_000, end: 2_000, value: 1 }]);
+  assert.throws(() => counts.fetch('apple'), { code: 'QUERY_NOT_WINDOWED' });
 });

@@ -52,6 +52,7 @@ Stores:
   order-events-seen (dedupe, node order-events-seen, sub-topology 0, changelog orders-order-events-seen-changelog)
   order-versions (version, node order-versions, sub-topology 1, changelog orders-order-versions-changelog)
   customer-paid (key-value, node customer-paid, sub-topology 2, changelog orders-customer-paid-changelog)
+  (interactive queries, on a replica run with --http-port: GET /stores/<store>/<key>, a window store's windows of a key, /stores/<store>?prefix=; /metadata/<store>/<key>?route=1 from any replica with --advertised-url)
 Topics:
   orders (source, external, cleanup.policy=delete)
   customer-paid-totals (sink, external, cleanup.policy=delete)
@@ -88,6 +89,7 @@ Topologies:
       <-- KTABLE-TOSTREAM-0000000004
 Stores:
   counts (key-value, node counts, sub-topology 1, changelog word-count-counts-changelog)
+  (interactive queries, on a replica run with --http-port: GET /stores/<store>/<key>, a window store's windows of a key, /stores/<store>?prefix=; /metadata/<store>/<key>?route=1 from any replica with --advertised-url)
 Topics:
   lines (source, external, cleanup.policy=delete)
   word-counts (sink, external, cleanup.policy=delete)
