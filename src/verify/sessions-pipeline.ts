@@ -81,10 +81,15 @@ export function sessionsModel(): ExpectationModel {
  * Clicks of a few dozen users on a clock that ticks once per click and sometimes jumps (sessions
  * close); most clicks are a little out of order, a few by more than the grace (late).
  */
-export function sessionsInput({ records, seed, poison }: { records: number; seed: number; poison: number }): InputRecord[] {
+/**
+ * Click times start at `startAt` (by default the current minute), not near 0: outputs and changelog
+ * records carry the click time as their timestamp, and a broker deletes records older than the
+ * topic's retention (7 days by default) at its next retention check, mid-run.
+ */
+export function sessionsInput({ records, seed, poison, startAt = Math.floor(Date.now() / 60_000) * 60_000 }: { records: number; seed: number; poison: number; startAt?: number }): InputRecord[] {
   const rand = prng(seed);
   const users = Math.max(5, Math.floor(records / 80));
-  let clock = 1_000;
+  let clock = startAt;
   const out: InputRecord[] = [];
   for (let i = 0; i < records; i++) {
     clock += rand() < 0.005 ? 200 : 1;
