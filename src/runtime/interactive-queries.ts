@@ -1,7 +1,7 @@
 import { OnceflowError } from '../errors.ts';
 import type { CompiledStore } from '../graph/types.ts';
 import { partitionFor } from '../core/partitioner.ts';
-import { scanAll, StoreReader, type KeyValueEntry, type ScanOptions, type WindowEntry } from '../state/queries.ts';
+import { queryKeyBytes, scanAll, StoreReader, type KeyValueEntry, type ScanOptions, type WindowEntry } from '../state/queries.ts';
 import { describeMembers, readEndpoints, type ConnectionOptions, type MemberEndpoint } from './endpoints.ts';
 import type { RestoreProgress, TaskManager } from './task-manager.ts';
 import { taskId } from './task.ts';
@@ -108,7 +108,7 @@ export class InteractiveQueries {
     const topic = this.host.sourceTopicsOf(spec.subtopology)[0];
     const count = topic === undefined ? undefined : this.host.partitionCount(topic);
     if (count === undefined) throw new QueryNotReadyError(`store ${store}: the worker has not started, so its partition counts are unknown`);
-    const bytes = new StoreReader(spec, EMPTY).keyBytes(key);
+    const bytes = queryKeyBytes(spec, key);
     const partition = count === 1 ? 0 : partitionFor(bytes, count);
     return { partition, task: taskId(spec.subtopology, partition) };
   }
@@ -228,6 +228,3 @@ export class InteractiveQueries {
     this.#endpoints = new Map([...read].map(([clientId, e]) => [clientId, { url: e.url, instanceId: e.instanceId }]));
   }
 }
-
-/** A store with nothing in it: serializing a key needs a reader, not data. */
-const EMPTY = { get: () => undefined, put: () => undefined, delete: () => undefined, entries: () => [], size: 0 };

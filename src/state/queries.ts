@@ -47,6 +47,15 @@ export interface WindowEntry {
   readonly value: unknown;
 }
 
+/** A queried key serialized as the store and the partitioner see it; a key its serde refuses is the caller's error. */
+export function queryKeyBytes(spec: QueryableStoreSpec, key: unknown): Buffer {
+  try {
+    return spec.keySerde.serialize(key, { topic: spec.changelogTopic, role: 'key' }) ?? Buffer.alloc(0);
+  } catch (e) {
+    throw new StoreQueryError('QUERY_KEY_INVALID', `store ${spec.name}: the key does not serialize with its serde ${spec.keySerde.name}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
 /**
  * Reads one task's committed state of a store, decoded: never the writes of the open transaction
  * (the caller hands in the committed store, TransactionalStore.committed). Shared by the worker's
@@ -66,11 +75,7 @@ export class StoreReader {
 
   /** The serialized form of a key, as the store and the partitioner see it. */
   keyBytes(key: unknown): Buffer {
-    try {
-      return this.spec.keySerde.serialize(key, this.#keyCtx) ?? Buffer.alloc(0);
-    } catch (e) {
-      throw new StoreQueryError('QUERY_KEY_INVALID', `store ${this.spec.name}: the key does not serialize with its serde ${this.spec.keySerde.name}: ${e instanceof Error ? e.message : String(e)}`);
-    }
+    return queryKeyBytes(this.spec, key);
   }
 
   get(key: unknown): unknown {
