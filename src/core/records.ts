@@ -9,6 +9,8 @@ export interface IncomingRecord {
   readonly topic: string;
   readonly partition: number;
   readonly offset: number;
+  /** Its place in a record batch of a repartition topic (core/record-batch.ts), whose records share one offset; absent for a plain record. */
+  readonly index?: number | undefined;
   readonly key: Buffer | null;
   readonly value: Buffer | null;
   /** Milliseconds since the epoch (the record's CreateTime or LogAppendTime). */

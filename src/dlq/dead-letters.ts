@@ -127,7 +127,7 @@ export async function replayDeadLetters(opts: { bootstrap: string; dlqTopic: str
   const producer = await connectProducer({ 'bootstrap.servers': opts.bootstrap, 'enable.idempotence': true, ...clientOptions });
   try {
     for (const e of todo) {
-      producer.produce(opts.to ?? e.sourceTopic, null, e.value, e.key, Date.now(), null, [...e.headers.map((h) => ({ [h.key]: h.value })), { [REPLAY.origin]: e.origin }]);
+      producer.produce(opts.to ?? e.sourceTopic, null, e.value, e.key, Date.now(), undefined, [...e.headers.map((h) => ({ [h.key]: h.value })), { [REPLAY.origin]: e.origin }]);
     }
     await flush(producer, 60_000);
     for (const e of todo) producer.produce(logTopic, 0, Buffer.from(JSON.stringify({ to: opts.to ?? e.sourceTopic, at: new Date().toISOString() })), e.id);

@@ -14,7 +14,7 @@ export async function produceRecords(bootstrap: string, topic: string, records: 
   let count = 0;
   try {
     for (const r of records) {
-      producer.produce(topic, r.partition ?? null, r.value, r.key, Date.now(), null, r.headers?.map((h) => ({ [h.key]: h.value })));
+      producer.produce(topic, r.partition ?? null, r.value, r.key, Date.now(), undefined, r.headers?.map((h) => ({ [h.key]: h.value })));
       // Bounded memory for large inputs: librdkafka's queue holds at most what is not yet flushed.
       if (++count % 20_000 === 0) await flush(producer, 60_000);
     }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingRecord } from '../core/records.ts';
+import { isRecordBatch, unpackRecordBatch } from '../core/record-batch.ts';
 import type { Message } from '@confluentinc/kafka-javascript';
 import { connectConsumer, consumeBatch, disconnect, headerPairs, watermarks } from './clients.ts';
 import { partitionCounts, withAdmin, type ClientOptions } from './admin.ts';
@@ -13,8 +14,10 @@ export interface ReadTopicOptions {
   readonly clientOptions?: ClientOptions;
 }
 
-function incomingRecord(m: Message): IncomingRecord {
-  return {
+/** A message as the records it holds: one, or a repartition topic's batch (core/record-batch.ts) unpacked. */
+function incomingRecords(m: Message): IncomingRecord[] {
+  if (isRecordBatch(m.headers)) return unpackRecordBatch(m);
+  return [{
     topic: m.topic,
     partition: m.partition,
     offset: m.offset,
@@ -22,7 +25,7 @@ function incomingRecord(m: Message): IncomingRecord {
     value: m.value,
     timestamp: m.timestamp ?? 0,
     headers: headerPairs(m.headers),
-  };
+  }];
 }
 
 /** A consumer outside any group (never joined nor committed to) reading one topic. */
@@ -66,7 +69,7 @@ export async function readTopic(bootstrap: string, topic: string, opts: ReadTopi
       const batch = await consumeBatch(consumer, 10_000);
       if (batch.length > 0) idleSince = Date.now();
       else if (Date.now() - idleSince > idleMs) throw new Error(`reading ${topic}: partitions ${[...pending].join(', ')} gave nothing for ${idleMs} ms before their end`);
-      for (const m of batch) out.push(incomingRecord(m));
+      for (const m of batch) out.push(...incomingRecords(m));
     }
   } finally {
     await disconnect(consumer);
@@ -95,7 +98,7 @@ export async function* followTopic(bootstrap: string, topic: string, opts: Follo
     const start = opts.fromBeginning ? OFFSET_BEGINNING : OFFSET_END;
     consumer.assign(Array.from({ length: counts.get(topic) ?? 0 }, (_, partition) => ({ topic, partition, offset: start })));
     while (!opts.signal?.aborted) {
-      for (const m of await consumeBatch(consumer, 500)) yield incomingRecord(m);
+      for (const m of await consumeBatch(consumer, 500)) yield* incomingRecords(m);
     }
   } finally {
     await disconnect(consumer);

@@ -2,6 +2,7 @@
 // which input a record came from. Tables are read through their RowReader; a stream-stream join keeps
 // each side's records in a changelogged window store, so its state commits, rolls back and restores
 // with the transaction like an aggregate's.
+import { recordPosition } from '../core/record-batch.ts';
 import type { CompiledNode, CompiledStore } from '../graph/types.ts';
 import type { SerdeContext } from '../serdes/serde.ts';
 import type { TransactionalStore } from '../state/transactional.ts';
@@ -240,7 +241,7 @@ export class StreamStreamJoinNode extends JoinNode {
     }
     // every joiner call first: a throwing joiner leaves no store write behind for the retry
     const valueBytes = value === null || value === undefined ? null : side.spec.valueSerde.serialize(value, side.valueCtx);
-    const storeKey = joinRecordKey(kb, ts, this.ctx.current.offset, this.#fanout);
+    const storeKey = joinRecordKey(kb, ts, recordPosition(this.ctx.current), this.#fanout);
     side.store.put(storeKey, joinRecordValue(candidates.length > 0, valueBytes), ts);
     side.index(storeKey);
     this.#deadlines.push(this.#closesAt(sideIndex, ts), { side: sideIndex, storeKey });

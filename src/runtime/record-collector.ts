@@ -1,5 +1,7 @@
 import type { Message } from '@confluentinc/kafka-javascript';
 import { DEAD_LETTER, LINEAGE, lineagePrefix } from '../core/headers.ts';
+import { partitionFor } from '../core/partitioner.ts';
+import { isRecordBatch, unpackRecordBatch } from '../core/record-batch.ts';
 import { IllegalTransitionError } from './errors.ts';
 import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader, RecordOrigin } from './records.ts';
 import type { RuntimeContext } from './runtime-context.ts';
@@ -33,15 +35,25 @@ export class WorkerRecordCollector {
     },
   };
 
+  /** Where a null key goes in each repartition topic: round robin, as no key decides. */
+  private readonly nullKeyTurns = new Map<string, number>();
+
   constructor(
     private readonly context: RuntimeContext,
     private readonly output: TransactionalOutput,
     private readonly deadLetterTopics: ReadonlySet<string>,
+    private readonly repartitionTopics: ReadonlySet<string>,
+    private readonly partitionCount: (topic: string) => number | undefined,
   ) {}
 
   /** A fetched message as the tasks read it. */
   incoming(m: Message): IncomingRecord {
     return toIncoming(m);
+  }
+
+  /** The records of a repartition topic's batch message, or undefined for a plain message (read with `incoming`). */
+  batched(m: Message): IncomingRecord[] | undefined {
+    return isRecordBatch(m.headers) ? unpackRecordBatch(m) : undefined;
   }
 
   /** Counted once their task has processed them. */
@@ -75,7 +87,19 @@ export class WorkerRecordCollector {
   private send(r: OutgoingRecord, origin: RecordOrigin): void {
     // Released results number apart ('c0', 'c1', ...) from what their record's own processing sent.
     const seq = origin.released ? `c${origin.seq++}` : String(origin.seq++);
-    const lineage = { [LINEAGE.header]: (origin.lineagePrefix ??= lineagePrefix(origin.record)) + seq };
+    const lineageValue = (origin.lineagePrefix ??= lineagePrefix(origin.record)) + seq;
+    if (this.repartitionTopics.has(r.topic)) {
+      this.output.produceBatched(r.topic, r.partition ?? this.partitionOf(r.topic, r.key), {
+        key: r.key,
+        value: r.value,
+        timestamp: r.timestamp ?? origin.record.timestamp,
+        lineage: lineageValue,
+        headers: r.headers,
+      });
+      this.countProduced(r.topic);
+      return;
+    }
+    const lineage = { [LINEAGE.header]: lineageValue };
     let headers: Record<string, Buffer | string>[];
     if (r.headers !== undefined && r.headers.length > 0) {
       headers = [];
@@ -96,6 +120,17 @@ export class WorkerRecordCollector {
         offset: origin.record.offset,
       });
     }
+  }
+
+  /** The partition Kafka's default partitioner would choose (a batch is produced to one partition, so the key no longer decides). */
+  private partitionOf(topic: string, key: Buffer | null): number {
+    const partitions = this.partitionCount(topic);
+    // Known for every topic of the topology once the worker started, before any record is processed.
+    if (partitions === undefined) throw new IllegalTransitionError('record collector', 'RUNNING', 'send', undefined, `the partition count of ${topic} is unknown`);
+    if (key !== null) return partitionFor(key, partitions);
+    const turn = this.nullKeyTurns.get(topic) ?? 0;
+    this.nullKeyTurns.set(topic, turn + 1);
+    return turn % partitions;
   }
 
   private countProduced(topic: string): void {

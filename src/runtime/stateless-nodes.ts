@@ -197,7 +197,7 @@ export class EffectNode extends RuntimeNode {
     if (this.#spec.idempotencyKey) idempotencyKey = String(this.#spec.idempotencyKey(key, value));
     else {
       // a record that fans out reaches the effect several times; number the calls so keys stay distinct and stable
-      idempotencyKey = `${rec.topic}-${rec.partition}-${rec.offset}`;
+      idempotencyKey = rec.index === undefined ? `${rec.topic}-${rec.partition}-${rec.offset}` : `${rec.topic}-${rec.partition}-${rec.offset}.${rec.index}`;
       if (this.#fanout > 0) idempotencyKey += `#${this.#fanout}`;
     }
     const ectx: EffectContext<unknown> = { idempotencyKey, key, topic: rec.topic, partition: rec.partition, offset: rec.offset, timestamp: this.ctx.timestamp, attempt, headers: this.ctx.record.headers };

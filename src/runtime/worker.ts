@@ -125,7 +125,8 @@ export class Worker extends EventEmitter {
     const deadLetterTopics = new Set(topology.topics.filter((t) => t.kind === 'dead-letter').map((t) => t.name));
     this.globalTables = new GlobalTableReader(this.topology.globalTables ?? [], (config) => this.clients.consumer(config));
     this.tasks = new TaskManager(this.topology, context, this.globalTables.rowsOf);
-    this.collector = new WorkerRecordCollector(context, this.output, deadLetterTopics);
+    const repartitionTopics = new Set(topology.topics.filter((t) => t.kind === 'repartition').map((t) => t.name));
+    this.collector = new WorkerRecordCollector(context, this.output, deadLetterTopics, repartitionTopics, (topic) => this.partitionCount(topic));
     this.transaction = new TransactionDriver(context, this.output, this.tasks, this.progress, this.collector, this.guardOptions());
     this.queries = new InteractiveQueries({
       appId: this.config.appId,
@@ -343,14 +344,26 @@ export class Worker extends EventEmitter {
       if (!task || !this.progress.mayProcess(run.key)) continue;
       if (!this.transaction.open) await this.transaction.ensureOpen();
       const messages = run.messages;
+      let records = to - from;
       for (let i = from; i < to; i++) {
-        const record = this.collector.incoming(messages[i]!);
-        const result = task.process(record, this.collector.sinkFor(record));
-        if (result) await result;
+        const message = messages[i]!;
+        const batched = this.collector.batched(message);
+        if (batched === undefined) {
+          const record = this.collector.incoming(message);
+          const result = task.process(record, this.collector.sinkFor(record));
+          if (result) await result;
+          continue;
+        }
+        // A batch is one offset: all of its records are processed in this transaction, or none.
+        records += batched.length - 1;
+        for (const record of batched) {
+          const result = task.process(record, this.collector.sinkFor(record));
+          if (result) await result;
+        }
       }
       // Once per slice: a failure inside it aborts the transaction, and these offsets with it.
-      this.transaction.processed(run, messages[to - 1]!.offset, to - from);
-      this.collector.consumed(run.topic, to - from);
+      this.transaction.processed(run, messages[to - 1]!.offset, records);
+      this.collector.consumed(run.topic, records);
     }
   }
 

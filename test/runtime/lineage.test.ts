@@ -41,7 +41,7 @@ function harness() {
   const config = { ...parseWorkerConfig({ bootstrap: 'fake:1', appId: 'lineage', instanceId: 'i' }), instanceId: 'i' };
   const stats = {} as WorkerStats;
   const context: RuntimeContext = { config, transactionalId: 'lineage-i', stats, clients: kafkaClients, faults: noFaults, emit: () => undefined, clientConfig: () => ({}), consumer: () => undefined };
-  return { produced, collector: new WorkerRecordCollector(context, output, new Set()) };
+  return { produced, collector: new WorkerRecordCollector(context, output, new Set(), new Set(), () => 1) };
 }
 
 test('lineage numbers of direct outputs and of cached results released on overflow and at the commit', async () => {

@@ -2,6 +2,8 @@ import type { KafkaConsumer, Producer, TopicPartitionOffset } from '@confluentin
 import { disconnect, type RdConfig } from '../../kafka/clients.ts';
 import type { ClientSupplier } from '../client-supplier.ts';
 import type { FaultHook } from '../faults.ts';
+import { RECORD_BATCH, RECORD_BATCH_MAX_RECORDS, RECORD_BATCH_TARGET_BYTES, RecordBatchWriter, type BatchedRecord } from '../../core/record-batch.ts';
+import { LINEAGE } from '../../core/headers.ts';
 import { StateMachine, type TransitionCount, type TransitionHook } from '../state-machine.ts';
 import { classifyTxnError, isFatalOrFencing } from './kafka-errors.ts';
 import { TRANSACTION_TRANSITIONS, type TransactionState } from './states.ts';
@@ -42,6 +44,7 @@ export type CommitOutcome =
   | { readonly committed: false; readonly failure: TransactionFailure };
 
 const PRODUCING: readonly TransactionState[] = ['IN_TRANSACTION', 'COMMITTING'];
+const BATCH_HEADERS = [{ [RECORD_BATCH.header]: RECORD_BATCH.version }];
 
 /**
  * The worker's producer under one guarantee: the states of states.ts, guarded, over whichever
@@ -50,6 +53,8 @@ const PRODUCING: readonly TransactionState[] = ['IN_TRANSACTION', 'COMMITTING'];
 export abstract class TransactionalOutput {
   protected readonly machine: StateMachine<TransactionState>;
   protected client: Producer | undefined;
+  /** Repartition records of the open transaction not yet produced, per topic and partition (core/record-batch.ts). */
+  private readonly batches = new Map<string, (RecordBatchWriter | undefined)[]>();
 
   constructor(protected readonly options: OutputOptions) {
     this.machine = new StateMachine('transaction', 'UNINITIALIZED', TRANSACTION_TRANSITIONS, options.onTransition);
@@ -98,23 +103,75 @@ export abstract class TransactionalOutput {
 
   async begin(): Promise<void> {
     const client = this.current('begin', ['READY']);
+    this.dropBatches();
     await this.beginOnClient(client);
     this.machine.to('IN_TRANSACTION', 'begin');
   }
 
   produce(topic: string, partition: number | null, value: Buffer | null, key: Buffer | null, timestamp: number, headers?: Record<string, Buffer | string>[]): void {
-    this.current('produce', PRODUCING).produce(topic, partition, value, key, timestamp, null, headers);
+    // No opaque: the binding pins any opaque but undefined (null too) in a persistent handle that only a
+    // delivery report frees, and onceflow asks for none: one leaked handle per record otherwise.
+    this.current('produce', PRODUCING).produce(topic, partition, value, key, timestamp, undefined, headers);
+  }
+
+  /**
+   * A repartition record: batched with the others of its partition in this transaction, produced once
+   * the batch is full or the transaction commits. Dropped with the transaction when it aborts.
+   */
+  produceBatched(topic: string, partition: number, record: BatchedRecord): void {
+    this.machine.require('produce', PRODUCING);
+    let writers = this.batches.get(topic);
+    if (writers === undefined) this.batches.set(topic, (writers = []));
+    const writer = (writers[partition] ??= new RecordBatchWriter());
+    const size = RecordBatchWriter.sizeOf(record);
+    if (writer.count > 0 && (writer.bytes + size > RECORD_BATCH_TARGET_BYTES || writer.count >= RECORD_BATCH_MAX_RECORDS)) this.produceBatch(topic, partition, writer);
+    if (size <= RECORD_BATCH_TARGET_BYTES) {
+      writer.add(record);
+      return;
+    }
+    // Alone it would fill a batch: sent as a plain record, after what its partition had batched (order kept).
+    const headers: Record<string, Buffer | string>[] = [];
+    for (const h of record.headers ?? []) headers.push({ [h.key]: h.value });
+    if (record.lineage !== undefined) headers.push({ [LINEAGE.header]: record.lineage });
+    this.produce(topic, partition, record.value, record.key, record.timestamp, headers);
   }
 
   async commit(request: CommitRequest): Promise<CommitOutcome> {
     const client = this.current('commit', ['IN_TRANSACTION']);
     this.machine.to('COMMITTING', 'commit');
-    return this.commitOnClient(client, request);
+    return this.commitOnClient(client, {
+      ...request,
+      prepare: async () => {
+        // What the tasks hold back may itself go to a repartition topic: batches go last.
+        await request.prepare();
+        this.produceBatches();
+      },
+    });
+  }
+
+  private produceBatches(): void {
+    for (const [topic, writers] of this.batches) {
+      for (let partition = 0; partition < writers.length; partition++) {
+        const writer = writers[partition];
+        if (writer !== undefined && writer.count > 0) this.produceBatch(topic, partition, writer);
+      }
+    }
+  }
+
+  private produceBatch(topic: string, partition: number, writer: RecordBatchWriter): void {
+    const timestamp = writer.firstTimestamp;
+    this.produce(topic, partition, writer.take(), null, timestamp, BATCH_HEADERS);
+  }
+
+  /** The transaction's batched records go with it (aborted, failed, closed). */
+  private dropBatches(): void {
+    for (const writers of this.batches.values()) for (const writer of writers) writer?.take();
   }
 
   /** Undefined when the transaction was aborted; otherwise how the producer failed (it must then be replaced). */
   async abort(): Promise<TransactionFailure | undefined> {
     const client = this.current('abort', PRODUCING);
+    this.dropBatches();
     this.machine.to('ABORTING', 'abort');
     try {
       await this.abortOnClient(client);
@@ -130,6 +187,7 @@ export abstract class TransactionalOutput {
 
   /** A call on this producer (or a produce inside a task) failed with `e`: what now, and the state that goes with it. */
   failed(e: unknown): TransactionFailure {
+    this.dropBatches();
     if (classifyTxnError(e) === 'abortable') return { kind: 'abortable', error: e };
     const next = isFatalOrFencing(e) ? 'FENCED' : 'COMMIT_UNKNOWN';
     // Once fenced, a later failure of the same client is still the fencing.
@@ -148,6 +206,7 @@ export abstract class TransactionalOutput {
   }
 
   async close(): Promise<void> {
+    this.dropBatches();
     const client = this.client;
     this.client = undefined;
     if (client) await disconnect(client, 5000);
