@@ -5,6 +5,7 @@ import { isRecordBatch, unpackRecordBatch } from '../core/record-batch.ts';
 import { IllegalTransitionError } from './errors.ts';
 import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader, RecordOrigin } from './records.ts';
 import type { RuntimeContext } from './runtime-context.ts';
+import type { Speculation } from './speculation.ts';
 import type { TransactionalOutput } from './transaction/output.ts';
 import type { TopicRecordCount } from './worker-events.ts';
 
@@ -79,6 +80,12 @@ export class WorkerRecordCollector {
   private readonly sink: RecordCollector = {
     send: (r, origin) => this.send(r, origin ?? (this.sinkOrigin ??= { record: this.sinkRecord!, released: false, seq: 0, lineagePrefix: undefined })),
   };
+
+  /** What records processed while the last transaction committed emitted, now into the open one, in order. */
+  sendSpeculated(speculation: Speculation): void {
+    const { outputs, origins } = speculation;
+    for (let i = 0; i < outputs.length; i++) this.send(outputs[i]!, origins[i]!);
+  }
 
   topicRecords(): TopicRecordCount[] {
     return [...this.recordsByTopic].map(([topic, c]) => ({ topic, ...c }));

@@ -224,6 +224,8 @@ export class TaskManager {
   /** Called in the open transaction, before its offsets are sent (or, at least once, before the flush that acknowledges it). */
   async prepareCommit(collector: CommitCollector): Promise<void> {
     for (const t of this.tasks.values()) {
+      // Nothing to emit, and it may be busy with a record of the next batch meanwhile (speculation.ts).
+      if (t.stateless === true) continue;
       const r = t.prepareCommit?.(collector);
       if (r) await r;
     }

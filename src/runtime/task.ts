@@ -124,6 +124,11 @@ export class Task {
     this.#punctuating = this.#ctx.punctuating;
   }
 
+  /** No store, record cache or punctuation: nothing a rollback must undo (worker-topology.ts). */
+  get stateless(): boolean {
+    return this.#storeList.length === 0 && this.#caching.length === 0 && this.#punctuating.length === 0 && this.#stateful.length === 0 && this.#ctx.timeListeners.length === 0;
+  }
+
   /** Whether a processor stage of this task has a punctuation on wall-clock time. */
   get punctuatesOnWallClock(): boolean {
     return this.#punctuating.some((n) => n.punctuatesOnWallClock);

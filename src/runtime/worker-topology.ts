@@ -54,6 +54,11 @@ export interface RuntimeTask {
   wallClockDue?(now: number): boolean;
   /** Runs the wall-clock punctuations due at `now` in the open transaction; each output carries its origin. */
   punctuateWallClock?(now: number, collector: RecordCollector): void | Promise<void>;
+  /**
+   * Holds nothing across records that a rollback must undo (no store, record cache or punctuation), so
+   * its records may be processed while the previous transaction commits (speculation.ts); absent: false.
+   */
+  readonly stateless?: boolean;
   /** A store's committed state, for interactive queries; tasks without stores may omit it. */
   reader?(store: string): StoreReader;
 }

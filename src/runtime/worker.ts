@@ -26,6 +26,7 @@ import type { PartitionLag, TopicRecordCount, WorkerEvent, WorkerStats } from '.
 import { LOOPING, WORKER_TRANSITIONS, type WorkerState } from './worker-state.ts';
 import { consumerConfig, partitionLag, prepareTopics } from './worker-setup.ts';
 import { GlobalTableReader } from './global-table-reader.ts';
+import { Speculation, sliceId } from './speculation.ts';
 import { InteractiveQueries } from './interactive-queries.ts';
 import { publishEndpoint } from './endpoints.ts';
 export { LINEAGE } from '../core/headers.ts';
@@ -84,8 +85,8 @@ export class Worker extends EventEmitter {
   private running: Promise<void> | undefined;
   private partitionsByTopic = new Map<string, number>();
   private transientFailures = 0;
-  /** The batch fetched while the last commit waited on the broker, with the partition epoch it was fetched under. */
-  private prefetched: { readonly batch: Promise<Message[]>; readonly epoch: number } | undefined;
+  /** The batch fetched while the last commit waited on the broker, and what was processed of it meanwhile (speculation.ts). */
+  private prefetched: Prefetch | undefined;
   private readonly globalTables: GlobalTableReader;
   /** Reads of the stores' committed state, here or (through the group) on the replica that owns a key. */
   readonly queries: InteractiveQueries;
@@ -249,8 +250,10 @@ export class Worker extends EventEmitter {
         await this.globalTables.poll();
         if (this.progress.unsettled.size > 0) await this.transaction.settlePartitions();
         let batch: Message[];
+        let speculation: Speculation | undefined;
         try {
           batch = prefetched === undefined ? await consumeBatchOrEmpty(consumer, this.config.consumeBatchSize) : await this.keepPrefetched(prefetched);
+          if (prefetched !== undefined && batch.length > 0) speculation = this.adoptable(await prefetched.speculation);
         } catch (e) {
           this.emit('event', { type: 'aborted', reason: `consume failed: ${describeKafkaError(e)}` } satisfies WorkerEvent);
           await sleep(100);
@@ -258,7 +261,7 @@ export class Worker extends EventEmitter {
         }
         if (batch.length > 0) {
           try {
-            await this.processBatch(batch);
+            await this.processBatch(batch, speculation);
           } catch (e) {
             if (isTransientError(e)) {
               // Not the record's fault (e.g. the schema registry is down): drop this attempt whole and read again.
@@ -299,15 +302,57 @@ export class Worker extends EventEmitter {
     const batch = consumeBatchOrEmpty(consumer, this.config.consumeBatchSize);
     // Read (and its failure handled) by nextBatch, or awaited by close.
     batch.catch(() => undefined);
-    this.prefetched = { batch, epoch };
-    await this.transaction.commit();
+    let committed = false;
+    const committing = this.transaction.commit().finally(() => (committed = true));
+    const speculation = this.speculate(batch, new Speculation(epoch, this.stats.rebalances), () => committed);
+    // A failure while speculating drops the speculation: the batch is then processed as usual, and fails there.
+    this.prefetched = { batch, epoch, speculation: speculation.catch(() => undefined) };
+    await committing;
   }
 
-  /** The prefetched batch once its consume call ended; a failed call throws here, where a failed fetch is handled. */
-  private async endPrefetch(): Promise<{ readonly batch: Promise<Message[]>; readonly epoch: number } | undefined> {
+  /**
+   * Runs the stateless tasks' slices of the batch while the commit is in flight, their outputs kept
+   * in `speculation` (speculation.ts). Yields between slices so that the commit's own steps go on.
+   */
+  private async speculate(fetched: Promise<Message[]>, speculation: Speculation, committed: () => boolean): Promise<Speculation | undefined> {
+    const messages = await fetched.catch(() => []);
+    if (messages.length === 0 || committed()) return undefined;
+    const ordered = new TimeOrderedBatch(messages);
+    for (let slice = ordered.next(); slice !== undefined; slice = ordered.next()) {
+      const { run, from, to } = slice;
+      const task = this.tasks.taskFor(run.key);
+      if (task?.stateless !== true || !this.progress.mayProcess(run.key)) continue;
+      let records = 0;
+      for (let i = from; i < to; i++) {
+        const message = run.messages[i]!;
+        for (const record of this.collector.batched(message) ?? [this.collector.incoming(message)]) {
+          records++;
+          const result = task.process(record, speculation.aim(record));
+          if (result) await result;
+        }
+      }
+      speculation.slices.add(sliceId(slice));
+      speculation.processed.push({ run, lastOffset: run.messages[to - 1]!.offset, records });
+      await new Promise(setImmediate);
+    }
+    return speculation.slices.size > 0 ? speculation : undefined;
+  }
+
+  /** A speculation the loop may take over: the commit it overlapped landed and nothing moved since the batch was fetched. */
+  private adoptable(speculation: Speculation | undefined): Speculation | undefined {
+    if (speculation === undefined) return undefined;
+    const unchanged = speculation.epoch === this.progress.epoch && speculation.rebalances === this.stats.rebalances && !this.transaction.open;
+    return unchanged && this.lifecycle.is(...LOOPING) ? speculation : undefined;
+  }
+
+  /** The prefetched batch once its consume call, and the speculation over it, ended; a failed call throws here, where a failed fetch is handled. */
+  private async endPrefetch(): Promise<Prefetch | undefined> {
     const prefetched = this.prefetched;
     this.prefetched = undefined;
-    if (prefetched !== undefined) await prefetched.batch.catch(() => undefined);
+    if (prefetched !== undefined) {
+      await prefetched.batch.catch(() => undefined);
+      await prefetched.speculation;
+    }
     return prefetched;
   }
 
@@ -318,7 +363,7 @@ export class Worker extends EventEmitter {
    * every owned partition's position on, each is sought back to its committed offset (rules 1–3 of
    * partition-progress.ts) before the next fetch.
    */
-  private keepPrefetched(prefetched: { readonly batch: Promise<Message[]>; readonly epoch: number }): Promise<Message[]> | Message[] {
+  private keepPrefetched(prefetched: Prefetch): Promise<Message[]> | Message[] {
     if (prefetched.epoch === this.progress.epoch) return prefetched.batch;
     this.progress.unsettle(this.tasks.ownedPartitions());
     return [];
@@ -334,10 +379,19 @@ export class Worker extends EventEmitter {
   }
 
   /** The batch in event-time order across its partitions (batch-order.ts), each partition's stretch at a time. */
-  private async processBatch(batch: Message[]): Promise<void> {
+  private async processBatch(batch: Message[], speculation: Speculation | undefined): Promise<void> {
+    if (speculation !== undefined) {
+      if (!this.transaction.open) await this.transaction.ensureOpen();
+      this.collector.sendSpeculated(speculation);
+      for (const { run, lastOffset, records } of speculation.processed) {
+        this.transaction.processed(run, lastOffset, records);
+        this.collector.consumed(run.topic, records);
+      }
+    }
     const ordered = new TimeOrderedBatch(batch);
     for (let slice = ordered.next(); slice !== undefined; slice = ordered.next()) {
       const { run, from, to } = slice;
+      if (speculation?.slices.has(sliceId(slice)) === true) continue;
       const task = this.tasks.taskFor(run.key);
       // A record of a partition revoked after the fetch (its next owner reads it), or of one whose
       // position is not yet back at its committed offset (it is read again once it is).
@@ -388,6 +442,7 @@ export class Worker extends EventEmitter {
     const consumer = this.consumer;
     // A consume call still in flight must end before its consumer is disconnected.
     await this.prefetched?.batch.catch(() => undefined);
+    await this.prefetched?.speculation;
     this.prefetched = undefined;
     await this.tasks.closeAll(clean);
     if (consumer) await disconnect(consumer, this.config.shutdownTimeoutMs);
@@ -411,6 +466,13 @@ export class Worker extends EventEmitter {
   partitionCount(topic: string): number | undefined {
     return this.partitionsByTopic.get(topic);
   }
+}
+
+interface Prefetch {
+  readonly batch: Promise<Message[]>;
+  /** The partition epoch the batch was fetched under. */
+  readonly epoch: number;
+  readonly speculation: Promise<Speculation | undefined>;
 }
 
 function consumeBatchOrEmpty(consumer: KafkaConsumer, max: number): Promise<Message[]> {

@@ -47,6 +47,8 @@ export class FakeCluster {
   readonly topics = new Map<string, number>();
   /** Client ids of the group's members, as describeGroups reports them. */
   groupMembers: string[] = [];
+  /** How long a commitTransaction takes (0: its answer comes on the next turn of the event loop). */
+  commitDelayMs = 0;
   /** The one consumer group the fake knows (the worker's app id in these tests). */
   readonly groupId = 'app';
   private readonly failures = new Map<string, Failure[]>();
@@ -125,7 +127,7 @@ export class FakeProducer {
   private call(method: string, cb: Callback, action: () => void = () => undefined): void {
     this.cluster.log(`producer${this.id}.${method}`);
     const failure = this.cluster.takeFailure(method);
-    setImmediate(() => {
+    const answer = () => {
       if (failure) {
         if (failure.landed) action();
         cb(failure.error);
@@ -133,7 +135,9 @@ export class FakeProducer {
       }
       action();
       cb(null);
-    });
+    };
+    if (method === 'commitTransaction' && this.cluster.commitDelayMs > 0) setTimeout(answer, this.cluster.commitDelayMs);
+    else setImmediate(answer);
   }
 
   initTransactions(_timeout: number, cb: Callback): void {
@@ -298,6 +302,40 @@ export class CountingTask implements RuntimeTask {
     this.counts = new Map(this.committedCounts);
     this.rollbacks++;
   }
+}
+
+/**
+ * A task that holds nothing across records: it copies each record to `out` as `value:1`, and notes for
+ * each the input offset the group had committed when it ran (-1: none), so a test can see a record
+ * processed while an earlier commit was still in flight.
+ */
+export class CopyTask implements RuntimeTask {
+  readonly changelogs = [];
+  readonly stateless = true;
+  readonly processed: { readonly at: string; readonly committedThen: number }[] = [];
+
+  constructor(private readonly cluster: FakeCluster) {}
+
+  restore(): void {}
+
+  process(record: IncomingRecord, collector: RecordCollector): void {
+    const at = `${record.topic}-${record.partition}`;
+    this.processed.push({ at: `${at}@${record.offset}`, committedThen: this.cluster.committed.get(at) ?? -1 });
+    collector.send({ topic: 'out', key: record.key, value: Buffer.from(`${record.key?.toString() ?? ''}:1`) });
+  }
+
+  commit(): void {}
+  rollback(): void {}
+}
+
+/** One sub-topology reading `in` and writing `out`, with CopyTasks the test can look at. */
+export function copyTopology(cluster: FakeCluster): RuntimeTopology & { readonly tasks: CopyTask[] } {
+  const tasks: CopyTask[] = [];
+  return { ...countingTopology(), tasks, createTask: () => {
+    const task = new CopyTask(cluster);
+    tasks.push(task);
+    return task;
+  } };
 }
 
 /** One sub-topology reading `in` and writing `out`, with CountingTasks the test can look at. */

@@ -11,15 +11,15 @@ import { ExactlyOnceOutput } from '../../src/runtime/transaction/exactly-once.ts
 import { TRANSACTION_TRANSITIONS } from '../../src/runtime/transaction/states.ts';
 import { Worker, type WorkerEvent } from '../../src/runtime/worker.ts';
 import { WORKER_TRANSITIONS } from '../../src/runtime/worker-state.ts';
-import { countingTopology, errors, FakeCluster, type FakeConsumer } from './fake-kafka.ts';
+import { copyTopology, countingTopology, errors, FakeCluster, type FakeConsumer } from './fake-kafka.ts';
 
 // The worker's protocol against an in-memory broker (fake-kafka.ts): what it does after each kind of
 // failure, in which order, and that the committed output holds every input exactly once.
 
-interface Harness {
+interface Harness<T = ReturnType<typeof countingTopology>> {
   readonly cluster: FakeCluster;
   readonly worker: Worker;
-  readonly topology: ReturnType<typeof countingTopology>;
+  readonly topology: T;
   readonly events: WorkerEvent[];
   readonly consumer: FakeConsumer;
 }
@@ -32,12 +32,32 @@ async function until(what: string, predicate: () => boolean, timeoutMs = 5_000):
   }
 }
 
-async function startWorker(config: { commitIntervalMs?: number; maxRecordsPerTransaction?: number; guarantee?: 'exactly_once' | 'at_least_once' } = {}): Promise<Harness> {
+interface HarnessConfig {
+  commitIntervalMs?: number;
+  maxRecordsPerTransaction?: number;
+  consumeBatchSize?: number;
+  guarantee?: 'exactly_once' | 'at_least_once';
+}
+
+function startWorker(config: HarnessConfig = {}): Promise<Harness> {
+  return startWorkerWith(() => countingTopology(), config);
+}
+
+async function startWorkerWith<T extends ReturnType<typeof countingTopology> | ReturnType<typeof copyTopology>>(makeTopology: (cluster: FakeCluster) => T, config: HarnessConfig = {}): Promise<Harness<T>> {
   const cluster = new FakeCluster({ in: 2, out: 2 });
-  const topology = countingTopology();
+  const topology = makeTopology(cluster);
   const worker = new Worker(
     topology,
-    { bootstrap: 'fake:9092', appId: 'app', instanceId: 'i1', stateDir: mkdtempSync(join(tmpdir(), 'onceflow-fake-')), commitIntervalMs: config.commitIntervalMs ?? 9_000, maxRecordsPerTransaction: config.maxRecordsPerTransaction ?? 3, ...(config.guarantee ? { guarantee: config.guarantee } : {}) },
+    {
+      bootstrap: 'fake:9092',
+      appId: 'app',
+      instanceId: 'i1',
+      stateDir: mkdtempSync(join(tmpdir(), 'onceflow-fake-')),
+      commitIntervalMs: config.commitIntervalMs ?? 9_000,
+      maxRecordsPerTransaction: config.maxRecordsPerTransaction ?? 3,
+      ...(config.consumeBatchSize ? { consumeBatchSize: config.consumeBatchSize } : {}),
+      ...(config.guarantee ? { guarantee: config.guarantee } : {}),
+    },
     { clients: cluster.supplier() },
   );
   const events: WorkerEvent[] = [];
@@ -264,4 +284,36 @@ test('a record batch the broker refuses three transactions in a row stops the wo
   assert.equal(h.worker.stats.transactionsAborted, 3);
   assert.equal(h.cluster.committed.size, 0);
   assert.deepEqual(h.cluster.values('out'), []);
+});
+
+test('records of stateless tasks fetched while a commit is in flight are processed meanwhile, and their outputs and offsets go into the next transaction', async () => {
+  const h = await startWorkerWith(copyTopology, { consumeBatchSize: 3 });
+  h.cluster.commitDelayMs = 40;
+  try {
+    h.cluster.append('in', 0, ['a', 'b', 'c', 'd', 'e', 'f']);
+    await until('both transactions committed', () => h.cluster.committed.get('in-0') === 6);
+    const processed = h.topology.tasks.flatMap((t) => t.processed);
+    assert.deepEqual(processed.map((p) => p.at), ['in-0@0', 'in-0@1', 'in-0@2', 'in-0@3', 'in-0@4', 'in-0@5'], 'each record was processed once');
+    assert.deepEqual(processed.slice(3).map((p) => p.committedThen), [-1, -1, -1], 'the second batch ran before the first commit landed');
+    assert.equal(h.worker.stats.transactionsCommitted, 2);
+    assertExactlyOnce(h.cluster, ['a', 'b', 'c', 'd', 'e', 'f']);
+  } finally {
+    await h.worker.stop();
+  }
+});
+
+test('when the commit a speculation overlapped fails, what it processed is dropped and processed again after the rewind: nothing twice', async () => {
+  const h = await startWorkerWith(copyTopology, { consumeBatchSize: 3 });
+  h.cluster.commitDelayMs = 40;
+  try {
+    h.cluster.failNext('commitTransaction', errors.abortable());
+    h.cluster.append('in', 0, ['a', 'b', 'c', 'd', 'e', 'f']);
+    await until('abort', () => h.events.some((e) => e.type === 'aborted'));
+    await until('everything committed', () => h.cluster.committed.get('in-0') === 6);
+    const processed = h.topology.tasks.flatMap((t) => t.processed).map((p) => p.at);
+    assert.ok(processed.filter((p) => p === 'in-0@3').length >= 2, `in-0@3 was processed during the failed commit and again after it: ${processed.join(' ')}`);
+    assertExactlyOnce(h.cluster, ['a', 'b', 'c', 'd', 'e', 'f']);
+  } finally {
+    await h.worker.stop();
+  }
 });
