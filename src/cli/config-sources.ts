@@ -30,6 +30,7 @@ const FIELD_KINDS = {
   cacheMaxRecords: 'number',
   stateStore: 'string',
   stateDir: 'string',
+  stateCheckpointIntervalMs: 'number',
   unsafeCommitOffsetsOutsideTransaction: 'boolean',
 } as const satisfies Record<Field, FieldKind>;
 

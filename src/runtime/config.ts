@@ -55,6 +55,12 @@ export const workerConfigSchema = z
     cacheMaxRecords: z.number().int().min(0).max(10_000_000).optional(),
     /** `persistent` keeps each task's stores in LMDB under stateDir, so a clean restart restores only the changelog's tail. */
     stateStore: z.enum(['memory', 'persistent']).default('memory'),
+    /**
+     * Exactly once with persistent stores: how often the stores are synced and a changelog checkpoint
+     * written while running, so that a replica killed mid-stream restores only the changelog written
+     * since (lmdb-store.ts, state-checkpoints.ts). 0: only at a clean close.
+     */
+    stateCheckpointIntervalMs: z.number().int().min(0).default(10_000),
     /** Per worker, `<stateDir>/<appId>/<instanceId>/<task>`: mount a volume here to keep state across pod restarts. */
     stateDir: z.string().min(1).default(() => join(tmpdir(), 'onceflow-state')),
     /**

@@ -1,5 +1,5 @@
 import type { OutgoingRecord, RecordCollector, RecordOrigin } from './records.ts';
-import type { BatchSlice, PartitionRun } from './batch-order.ts';
+import type { PartitionRun } from './batch-order.ts';
 
 /**
  * What the loop did with the next batch while the last transaction was committing. A commit waits
@@ -15,8 +15,8 @@ import type { BatchSlice, PartitionRun } from './batch-order.ts';
 export class Speculation implements RecordCollector {
   readonly outputs: OutgoingRecord[] = [];
   readonly origins: RecordOrigin[] = [];
-  /** Slices processed here, by `sliceId`: the loop skips them when it processes the batch. */
-  readonly slices = new Set<string>();
+  /** Partitions whose records of the batch were all processed here (by partition key): the loop skips them. */
+  readonly partitions = new Set<string>();
   readonly processed: { readonly run: PartitionRun; readonly lastOffset: number; readonly records: number }[] = [];
   private record: OutgoingRecord['source'];
   private origin: RecordOrigin | undefined;
@@ -41,5 +41,3 @@ export class Speculation implements RecordCollector {
     this.origins.push(origin ?? (this.origin ??= { record: this.record!, released: false, seq: 0, lineagePrefix: undefined }));
   }
 }
-
-export const sliceId = (slice: BatchSlice): string => `${slice.run.key}@${slice.from}`;

@@ -74,6 +74,7 @@ export class TransactionDriver {
     }
     this.markCommitted();
     if (outcome.announced) this.context.emit({ type: 'committed', records, ms: Date.now() - started });
+    await this.tasks.afterCommit();
   }
 
   async abort(reason: string): Promise<void> {

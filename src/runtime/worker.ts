@@ -26,7 +26,7 @@ import type { PartitionLag, TopicRecordCount, WorkerEvent, WorkerStats } from '.
 import { LOOPING, WORKER_TRANSITIONS, type WorkerState } from './worker-state.ts';
 import { consumerConfig, partitionLag, prepareTopics } from './worker-setup.ts';
 import { GlobalTableReader } from './global-table-reader.ts';
-import { Speculation, sliceId } from './speculation.ts';
+import { Speculation } from './speculation.ts';
 import { InteractiveQueries } from './interactive-queries.ts';
 import { publishEndpoint } from './endpoints.ts';
 export { LINEAGE } from '../core/headers.ts';
@@ -311,19 +311,19 @@ export class Worker extends EventEmitter {
   }
 
   /**
-   * Runs the stateless tasks' slices of the batch while the commit is in flight, their outputs kept
-   * in `speculation` (speculation.ts). Yields between slices so that the commit's own steps go on.
+   * Runs the stateless tasks' records of the batch while the commit is in flight, their outputs kept
+   * in `speculation` (speculation.ts). Yields between partitions so that the commit's own steps go on.
    */
   private async speculate(fetched: Promise<Message[]>, speculation: Speculation, committed: () => boolean): Promise<Speculation | undefined> {
     const messages = await fetched.catch(() => []);
     if (messages.length === 0 || committed()) return undefined;
-    const ordered = new TimeOrderedBatch(messages);
-    for (let slice = ordered.next(); slice !== undefined; slice = ordered.next()) {
-      const { run, from, to } = slice;
+    // A stateless task's records need no event-time order across partitions (nothing they do depends on
+    // another partition's): each partition's run goes through whole, in its own order.
+    for (const run of new TimeOrderedBatch(messages).runs) {
       const task = this.tasks.taskFor(run.key);
       if (task?.stateless !== true || !this.progress.mayProcess(run.key)) continue;
       let records = 0;
-      for (let i = from; i < to; i++) {
+      for (let i = 0; i < run.messages.length; i++) {
         const message = run.messages[i]!;
         for (const record of this.collector.batched(message) ?? [this.collector.incoming(message)]) {
           records++;
@@ -331,11 +331,11 @@ export class Worker extends EventEmitter {
           if (result) await result;
         }
       }
-      speculation.slices.add(sliceId(slice));
-      speculation.processed.push({ run, lastOffset: run.messages[to - 1]!.offset, records });
+      speculation.partitions.add(run.key);
+      speculation.processed.push({ run, lastOffset: run.messages[run.messages.length - 1]!.offset, records });
       await new Promise(setImmediate);
     }
-    return speculation.slices.size > 0 ? speculation : undefined;
+    return speculation.partitions.size > 0 ? speculation : undefined;
   }
 
   /** A speculation the loop may take over: the commit it overlapped landed and nothing moved since the batch was fetched. */
@@ -391,7 +391,7 @@ export class Worker extends EventEmitter {
     const ordered = new TimeOrderedBatch(batch);
     for (let slice = ordered.next(); slice !== undefined; slice = ordered.next()) {
       const { run, from, to } = slice;
-      if (speculation?.slices.has(sliceId(slice)) === true) continue;
+      if (speculation?.partitions.has(run.key) === true) continue;
       const task = this.tasks.taskFor(run.key);
       // A record of a partition revoked after the fetch (its next owner reads it), or of one whose
       // position is not yet back at its committed offset (it is read again once it is).

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, TransactionFlags, type Database, type RootDatabase } from 'lmdb';
 import { OnceflowError } from '../errors.ts';
@@ -133,22 +133,19 @@ export function writeCheckpoint(dir: string, offsets: readonly ChangelogOffset[]
   renameSync(tmp, join(dir, CHECKPOINT_FILE));
 }
 
-export function deleteCheckpoint(dir: string): void {
-  try {
-    unlinkSync(join(dir, CHECKPOINT_FILE));
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-  }
-}
-
 /**
  * The persistent stores of one task: an LMDB environment in `dir` with one named database per
- * store, and the changelog-offset checkpoint beside it (Kafka Streams' EOS scheme):
- *  - on open, no checkpoint means the last run did not close cleanly (or never ran): the directory
- *    is wiped, so the stores are rebuilt from the whole changelog;
- *  - once restored, the checkpoint is deleted before the task processes a record, because from then
- *    on the local content runs ahead of the last commit;
- *  - on a clean close, after the last commit, the stores are synced and the checkpoint is written.
+ * store, and the changelog-offset checkpoint beside it. A store only ever receives committed writes
+ * (TransactionalStore applies a transaction's writes once it has committed, restore applies committed
+ * changelog records), so a checkpoint is a lower bound: every changelog record below it is in the
+ * store, and later ones may be too. Replaying the changelog from the checkpoint to its end then
+ * rebuilds the exact state, since each record holds a key's whole value (or its tombstone) and the
+ * last one wins. So a checkpoint stays valid while the task processes and after a SIGKILL:
+ *  - on open, no checkpoint means the stores were never synced under one: the directory is wiped,
+ *    so the stores are rebuilt from the whole changelog;
+ *  - while processing, `checkpoint` syncs the stores and records offsets the caller knows to be
+ *    covered (task-manager.ts takes them from changelog ends read one commit earlier);
+ *  - on a clean close, after the last commit, the stores are synced and each changelog's end written.
  * The environment opens lazily, with the first store: a stateless task leaves nothing on disk.
  */
 export class PersistentTaskState {
@@ -191,11 +188,18 @@ export class PersistentTaskState {
     return low;
   }
 
-  /** Called once restored, before processing: a crash from here on must not trust local state. */
+  /** Called once restored, before processing: the checkpoint read at open has served. */
   startProcessing(): void {
-    if (!this.#root) return;
     this.#checkpoint = undefined;
-    deleteCheckpoint(this.dir);
+  }
+
+  /** Makes the stores durable, then records `offsets`: every changelog record below them must already be in the stores. */
+  async checkpoint(offsets: readonly ChangelogOffset[]): Promise<void> {
+    const root = this.#root;
+    if (!root) return;
+    for (const s of this.#stores.values()) s.flush();
+    await syncToDisk(root);
+    writeCheckpoint(this.dir, offsets);
   }
 
   /** Closes the environment; with `checkpoint`, first makes the stores durable and records where they end. */

@@ -1,3 +1,5 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureTopics, withAdmin } from '../kafka/admin.ts';
@@ -45,6 +47,8 @@ export interface ChaosOptions {
   readonly registryUrl?: string;
   /** The workers' cacheMaxRecords (default 0: every aggregate update goes downstream). */
   readonly cacheMaxRecords?: number;
+  /** `persistent`: the workers keep their stores in LMDB (one state dir for the run) with running checkpoints every second. */
+  readonly stateStore?: 'memory' | 'persistent';
 }
 
 export interface ChaosResult {
@@ -68,6 +72,7 @@ export interface ChaosResult {
   readonly dlqRecords: number;
   readonly poisonInjected: number;
   readonly cacheMaxRecords: number;
+  readonly stateStore: 'memory' | 'persistent';
   readonly abortedSeenByReadUncommitted: number;
   readonly durationMs: number;
   readonly ok: boolean;
@@ -122,6 +127,9 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       ...(wire ? { ONCEFLOW_ORDERS_FORMAT: 'avro', ONCEFLOW_REGISTRY_URL: registryUrl! } : {}),
       ...(opts.brokenWorker ? { ONCEFLOW_UNSAFE_OFFSETS_OUTSIDE_TXN: '1' } : {}),
       ...(opts.cacheMaxRecords ? { ONCEFLOW_CACHE_MAX_RECORDS: String(opts.cacheMaxRecords) } : {}),
+      ...(opts.stateStore === 'persistent'
+        ? { ONCEFLOW_STATE_STORE: 'persistent', ONCEFLOW_STATE_DIR: mkdtempSync(join(tmpdir(), 'onceflow-chaos-state-')), ONCEFLOW_STATE_CHECKPOINT_INTERVAL_MS: '1000' }
+        : {}),
     };
     const compiled = compile(await withEnv(env, () => loadTopology(pipeline.file)), { appId });
     const repartitionTopics = compiled.topics.filter((t) => t.kind === 'repartition').map((t) => t.name);
@@ -311,6 +319,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       dlqRecords: report.dlqRecords,
       poisonInjected,
       cacheMaxRecords: opts.cacheMaxRecords ?? 0,
+      stateStore: opts.stateStore ?? 'memory',
       abortedSeenByReadUncommitted: report.abortedSeenByReadUncommitted ?? 0,
       durationMs: Date.now() - started,
       ok: report.ok && report.dlqRecords === poisonInjected,

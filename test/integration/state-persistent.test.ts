@@ -17,7 +17,7 @@ after(async () => {
   rmSync(stateDir, { recursive: true, force: true });
 });
 
-test('the persistent store restores only the changelog tail after a clean restart, and rebuilds exactly after a SIGKILL', async () => {
+test('the persistent store restores only the changelog tail after a clean restart, and after a SIGKILL resumes from its last running checkpoint with exact counts', async () => {
   const { bootstrap } = testCluster();
   const names = { input: uniqueName('pcount-in'), output: uniqueName('pcount-out'), appId: uniqueName('pcount') };
   await createTopics(bootstrap, [{ name: names.input, partitions: 2 }, { name: names.output, partitions: 2 }]);
@@ -28,6 +28,7 @@ test('the persistent store restores only the changelog tail after a clean restar
       ONCEFLOW_BOOTSTRAP: bootstrap,
       COUNT_INPUT: names.input,
       COUNT_OUTPUT: names.output,
+      ONCEFLOW_STATE_CHECKPOINT_INTERVAL_MS: '300',
     });
     workers.push(w);
     return w;
@@ -60,17 +61,29 @@ test('the persistent store restores only the changelog tail after a clean restar
   assert.equal(last.size, keys + 1);
   assert.deepEqual([last.get('k7'), last.get(`k${keys - 1}`), last.get('new'), last.get('k5')], [2, 2, 1, 1]);
 
-  // SIGKILL: the local state may be ahead of the last commit, so it must be dropped and rebuilt.
+  // Rounds of updates while running: the worker checkpoints its stores between them (every 300 ms of commits).
+  const rounds = 5;
+  const perRound = 500;
+  for (let round = 0; round < rounds; round++) {
+    await produceAll(bootstrap, names.input, Array.from({ length: perRound }, (_, i) => ({ key: `k${100 + i}`, value: 'x' })));
+    await caughtUp();
+    await new Promise((resolve) => setTimeout(resolve, 400));
+  }
+  // SIGKILL mid-life: the stores hold committed writes only, so the last running checkpoint is a valid place to resume from.
   second.kill('SIGKILL');
   await second.exit();
   const third = start();
-  const rebuilt = await third.waitFor((e) => e.type === 'restored', 60_000, 'the rebuild after a SIGKILL');
-  assert.equal(rebuilt.fromCheckpoint, 0);
-  assert.ok(Number(rebuilt.records) >= keys + 3, `rebuilt from ${rebuilt.records} changelog records`);
-  await produceAll(bootstrap, names.input, [{ key: 'k7', value: 'x' }, { key: 'new', value: 'x' }, { key: 'k5', value: 'x' }]);
+  const rebuilt = await third.waitFor((e) => e.type === 'restored', 60_000, 'the restore after a SIGKILL');
+  assert.equal(rebuilt.fromCheckpoint, 2);
+  const sinceCleanStop = rounds * perRound + 3;
+  assert.ok(Number(rebuilt.records) < sinceCleanStop, `restored ${rebuilt.records} changelog records, fewer than the ${sinceCleanStop} written since the clean stop: a running checkpoint was used`);
+  await produceAll(bootstrap, names.input, [{ key: 'k7', value: 'x' }, { key: 'new', value: 'x' }, { key: 'k5', value: 'x' }, { key: 'k100', value: 'x' }]);
   await caughtUp();
   last = await lastCounts();
   assert.equal(last.size, keys + 1);
-  assert.deepEqual([last.get('k7'), last.get(`k${keys - 1}`), last.get('new'), last.get('k5'), last.get('k6')], [3, 2, 2, 2, 1]);
+  assert.deepEqual(
+    [last.get('k7'), last.get(`k${keys - 1}`), last.get('new'), last.get('k5'), last.get('k6'), last.get('k100'), last.get('k599'), last.get('k600')],
+    [3, 2, 2, 2, 1, 2 + rounds, 1 + rounds, 1],
+  );
   console.log(`# clean restart restored ${resumed.records} records (${resumed.ms} ms); after SIGKILL ${rebuilt.records} (${rebuilt.ms} ms)`);
 });
