@@ -4,6 +4,7 @@ import { TopologyBuilder } from '../../src/dsl/builder.ts';
 import { compile } from '../../src/graph/index.ts';
 import { connectProducer, disconnect, flush } from '../../src/kafka/clients.ts';
 import { readTopic } from '../../src/kafka/read-topic.ts';
+import { replayDeadLetters } from '../../src/dlq/dead-letters.ts';
 import { Readiness } from '../../src/observability/health.ts';
 import { Worker } from '../../src/runtime/worker.ts';
 import { runtimeTopology } from '../../src/runtime/worker-topology.ts';
@@ -67,6 +68,10 @@ async function oversized(prefix: string, bigBytes: number, outputLimit: number):
   assert.equal(header(d, 'onceflow.source.value-bytes'), String(bigBytes));
   assert.equal(d.value?.length, DEAD_LETTER_EXCERPT_BYTES, 'a bounded excerpt, not the record');
   assert.equal(worker.stats.transactionsAborted, 0, 'nothing was refused on the way');
+  // Republished, the excerpt would pass for the record: replay leaves it, and says where the record is.
+  const replay = await replayDeadLetters({ bootstrap, dlqTopic: dlq });
+  assert.deepEqual({ replayed: replay.replayed.length, excerpts: replay.excerpts.map((e) => e.excerpt?.valueBytes) }, { replayed: 0, excerpts: [bigBytes] });
+  assert.equal((await readTopic(bootstrap, input)).length, 3, 'nothing republished to the source topic');
 }
 
 // The user's case: the topic takes 5 MB, the producer only 1,000,000 bytes. Before, the 2 MB dead
