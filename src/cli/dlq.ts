@@ -40,6 +40,11 @@ const row = (e: DeadLetterEntry) => ({
   message: e.message.length > 70 ? `${e.message.slice(0, 67)}...` : e.message,
 });
 
+/** An excerpt republished would pass for the record: the user reads the whole one from its source. */
+function excerptSkipped(e: DeadLetterEntry): string {
+  return `skipped ${e.id}: it holds only an excerpt of a ${e.excerpt?.valueBytes ?? '?'}-byte value (${e.code}); the whole record is at ${e.sourceTopic}/${e.sourcePartition}/${e.sourceOffset} until that topic's retention drops it`;
+}
+
 function table(rows: Record<string, string | number>[]): string {
   if (rows.length === 0) return '(no dead letters)';
   const cols = Object.keys(rows[0]!);
@@ -62,7 +67,10 @@ export function registerDlq(program: Command): void {
       const { bootstrap, dlqTopic } = await target(opts);
       const dryRun = opts.dryRun === true;
       const result = await replayDeadLetters({ bootstrap, dlqTopic, filter: parseWhere(opts.where ?? []), dryRun, ...(opts.to ? { to: opts.to } : {}) });
-      if (opts.json) console.log(JSON.stringify({ dryRun, replayed: result.replayed.map((e) => e.id), skipped: result.skipped.map((e) => e.id) }));
-      else console.log(`${dryRun ? 'would replay' : 'replayed'} ${result.replayed.length} record(s)${result.skipped.length ? `, skipped ${result.skipped.length} replayed before` : ''}${result.replayed.length ? `: ${result.replayed.map((e) => e.id).join(', ')}` : ''}`);
+      if (opts.json) console.log(JSON.stringify({ dryRun, replayed: result.replayed.map((e) => e.id), skipped: result.skipped.map((e) => e.id), excerpts: result.excerpts.map((e) => e.id) }));
+      else {
+        console.log(`${dryRun ? 'would replay' : 'replayed'} ${result.replayed.length} record(s)${result.skipped.length ? `, skipped ${result.skipped.length} replayed before` : ''}${result.replayed.length ? `: ${result.replayed.map((e) => e.id).join(', ')}` : ''}`);
+        for (const e of result.excerpts) console.log(excerptSkipped(e));
+      }
     });
 }

@@ -36,6 +36,11 @@ export const DEAD_LETTER = {
   attempts: 'onceflow.error.attempts',
   stage: 'onceflow.error.stage',
   time: 'onceflow.error.time',
+  /** On a dead letter that carries only the first bytes of its input: `key`, `value` or `key,value`, what was cut. */
+  excerpt: 'onceflow.error.excerpt',
+  /** With `excerpt`: the full sizes of the input's key and value. */
+  keyBytes: 'onceflow.source.key-bytes',
+  valueBytes: 'onceflow.source.value-bytes',
   sourceTopic: 'onceflow.source.topic',
   sourcePartition: 'onceflow.source.partition',
   sourceOffset: 'onceflow.source.offset',

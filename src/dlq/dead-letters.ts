@@ -36,6 +36,8 @@ export interface DeadLetterEntry {
   readonly value: Buffer | null;
   /** The original record's own headers, without onceflow's error and lineage headers. */
   readonly headers: readonly RecordHeader[];
+  /** Set when key and value are only the first bytes of the original's (a record over a size limit): their full sizes. Not replayable. */
+  readonly excerpt?: { readonly keyBytes: number; readonly valueBytes: number };
 }
 
 const OWN_HEADER = /^onceflow\.(lineage$|(error|source|src|txn|replay)\.)/;
@@ -59,6 +61,7 @@ export function entryOf(r: IncomingRecord): DeadLetterEntry {
     key: r.key,
     value: r.value,
     headers: r.headers.filter((x) => !OWN_HEADER.test(x.key)),
+    ...(h(DEAD_LETTER.excerpt) === '' ? {} : { excerpt: { keyBytes: Number(h(DEAD_LETTER.keyBytes)), valueBytes: Number(h(DEAD_LETTER.valueBytes)) } }),
   };
 }
 
@@ -104,7 +107,10 @@ function latestPerOrigin(entries: readonly DeadLetterEntry[]): DeadLetterEntry[]
 
 export interface ReplayResult {
   readonly replayed: DeadLetterEntry[];
+  /** Replayed before (the replay log lists them). */
   readonly skipped: DeadLetterEntry[];
+  /** Excerpts of records over a size limit: republished, the excerpt would pass for the record. Read them again from their source coordinates. */
+  readonly excerpts: DeadLetterEntry[];
 }
 
 /**
@@ -121,9 +127,10 @@ export async function replayDeadLetters(opts: { bootstrap: string; dlqTopic: str
   const logExists = opts.dryRun ? (await withAdmin(opts.bootstrap, (a) => a.listTopics(), clientOptions as Record<string, string>)).includes(logTopic) : true;
   if (!opts.dryRun) await withAdmin(opts.bootstrap, (a) => ensureTopics(a, [{ name: logTopic, partitions: 1, compact: true }]), clientOptions as Record<string, string>);
   const done = new Set(logExists ? (await readTopic(opts.bootstrap, logTopic, { clientOptions: clientOptions as Record<string, string> })).map((r) => r.key?.toString()) : []);
-  const todo = entries.filter((e) => !done.has(e.id));
-  const skipped = entries.filter((e) => done.has(e.id));
-  if (todo.length === 0 || opts.dryRun) return { replayed: todo, skipped };
+  const excerpts = entries.filter((e) => e.excerpt !== undefined);
+  const todo = entries.filter((e) => !done.has(e.id) && e.excerpt === undefined);
+  const skipped = entries.filter((e) => done.has(e.id) && e.excerpt === undefined);
+  if (todo.length === 0 || opts.dryRun) return { replayed: todo, skipped, excerpts };
   const producer = await connectProducer({ 'bootstrap.servers': opts.bootstrap, 'enable.idempotence': true, ...clientOptions });
   try {
     for (const e of todo) {
@@ -135,5 +142,5 @@ export async function replayDeadLetters(opts: { bootstrap: string; dlqTopic: str
   } finally {
     await disconnect(producer);
   }
-  return { replayed: todo, skipped };
+  return { replayed: todo, skipped, excerpts };
 }

@@ -184,6 +184,10 @@ export function attachLogging(worker: ObservedWorker, root: Logger, options: Log
         if (Date.now() - lastLateAt >= summaryMs) flushLate();
         break;
       }
+      case 'record-limits':
+        if (e.unknown === undefined) log.info({ event: e.type, messageMaxBytes: e.messageMaxBytes, topicMaxMessageBytes: e.topicMaxMessageBytes }, 'record size limits');
+        else log.warn({ event: e.type, messageMaxBytes: e.messageMaxBytes, reason: e.unknown }, "topics' max.message.bytes unknown: only the producer's limit is checked before produce");
+        break;
       case 'stopped':
         flush();
         flushLate();

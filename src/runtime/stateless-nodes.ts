@@ -168,7 +168,7 @@ export class SinkNode extends RuntimeNode {
     const k = this.#keySerde.serialize(key, this.#keyCtx);
     const v = this.#valueSerde.serialize(value, this.#valueCtx);
     const headers = this.ctx.headers;
-    checkRecordSize(this.#topic, k, v, headers, this.ctx.env.maxRecordBytes);
+    checkRecordSize(this.#topic, k, v, headers, this.ctx.env.recordLimits);
     this.ctx.out.push(headers.length > 0 ? { topic: this.#topic, key: k, value: v, timestamp: this.ctx.timestamp, headers } : { topic: this.#topic, key: k, value: v, timestamp: this.ctx.timestamp });
   }
 }

@@ -15,6 +15,7 @@ export interface RecordCacheOptions {
 import { PermanentError, RetriableError } from '../core/stage-errors.ts';
 import { AsyncStageResultError, StageFailure } from './task-errors.ts';
 import { DEAD_LETTER } from '../core/headers.ts';
+import { deadLetterBody, RecordTooLargeError, type RecordSizeLimits } from '../core/record-size.ts';
 import { TaskRecordContext } from './record-context.ts';
 
 /** void on the synchronous fast path; a Promise only when something async is involved. */
@@ -41,8 +42,8 @@ export interface TaskEnvironment {
   readonly random: () => number;
   /** The record cache of the key-value aggregates: undefined, every update goes downstream at once. */
   readonly cache: RecordCacheOptions | undefined;
-  /** Largest key + value + headers of one produced record (see core/record-size.ts). */
-  readonly maxRecordBytes: number;
+  /** What one produced record may carry, per topic (see core/record-size.ts). */
+  readonly recordLimits: RecordSizeLimits;
   /** The rows of each global table, by store name; read-only to the task. */
   readonly globalRows?: (store: string) => { row(key: unknown): unknown } | undefined;
   /** Told of each record a windowed aggregate drops as too late (the worker logs them, rate-limited). */
@@ -164,34 +165,37 @@ export class TaskContext {
     throw new StageFailure(node.name, e, attempt, code);
   }
 
-  /** The current input record, as it was read, with the error headers the dead-letter contract names. */
-  deadLetterRecord(code: string, message: string, stack: string, attempts: number, stage: string): OutgoingRecord {
+  /**
+   * The current input record, as it was read (or an excerpt of it, see deadLetterBody), with the
+   * error headers the dead-letter contract names.
+   */
+  deadLetterRecord(code: string, message: string, stack: string, attempts: number, stage: string, excerpt = false): OutgoingRecord {
     const rec = this.current;
-    return {
-      topic: this.env.deadLetterTopic,
-      key: rec.key,
-      value: rec.value,
-      timestamp: rec.timestamp,
-      headers: [
-        ...rec.headers,
-        header(DEAD_LETTER.code, code),
-        header(DEAD_LETTER.message, message),
-        header(DEAD_LETTER.stack, stack.length > MAX_STACK ? stack.slice(0, MAX_STACK) : stack),
-        header(DEAD_LETTER.attempts, String(attempts)),
-        header(DEAD_LETTER.sourceTopic, rec.topic),
-        header(DEAD_LETTER.sourcePartition, String(rec.partition)),
-        header(DEAD_LETTER.sourceOffset, String(rec.offset)),
-        header(DEAD_LETTER.stage, stage),
-        header(DEAD_LETTER.time, String(this.env.now())),
-      ],
-    };
+    const topic = this.env.deadLetterTopic;
+    const body = deadLetterBody(topic, rec, this.#errorHeaders(code, message, stack, attempts, stage), this.env.recordLimits, excerpt);
+    return { topic, key: body.key, value: body.value, timestamp: rec.timestamp, headers: body.headers };
+  }
+
+  #errorHeaders(code: string, message: string, stack: string, attempts: number, stage: string): RecordHeader[] {
+    const rec = this.current;
+    return [
+      header(DEAD_LETTER.code, code),
+      header(DEAD_LETTER.message, message.length > MAX_STACK ? message.slice(0, MAX_STACK) : message),
+      header(DEAD_LETTER.stack, stack.length > MAX_STACK ? stack.slice(0, MAX_STACK) : stack),
+      header(DEAD_LETTER.attempts, String(attempts)),
+      header(DEAD_LETTER.sourceTopic, rec.topic),
+      header(DEAD_LETTER.sourcePartition, String(rec.partition)),
+      header(DEAD_LETTER.sourceOffset, String(rec.offset)),
+      header(DEAD_LETTER.stage, stage),
+      header(DEAD_LETTER.time, String(this.env.now())),
+    ];
   }
 
   failureRecord(f: StageFailure): OutgoingRecord {
     const e = f.error;
     const message = e instanceof Error ? e.message : String(e);
     const stack = e instanceof Error ? (e.stack ?? '') : '';
-    return this.deadLetterRecord(f.errorCode, message, stack, f.attempts, f.stage);
+    return this.deadLetterRecord(f.errorCode, message, stack, f.attempts, f.stage, e instanceof RecordTooLargeError);
   }
 
   /** Dead-letters the current input without failing it (toDeadLetter, late records). */

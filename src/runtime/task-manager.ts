@@ -6,7 +6,7 @@ import type { ChangelogOffset, PersistentTaskState } from '../state/lmdb-store.t
 import type { PartitionRef } from './partition-progress.ts';
 import { partitionKey } from './partition-progress.ts';
 import type { CommitCollector } from './records.ts';
-import { maxRecordBytesFor } from './record-size.ts';
+import { producerMessageMaxBytes, RecordSizeLimits } from './record-size.ts';
 import { restoreTasks, type RestoreEnd, type RestoreObserver, type RestoreStart } from './restore.ts';
 import type { RuntimeContext } from './runtime-context.ts';
 import { taskId } from './task.ts';
@@ -70,6 +70,7 @@ export class TaskManager {
     /** The global tables' rows, which global-table joins read. */
     private readonly globalRows?: (store: string) => { row(key: unknown): unknown } | undefined,
   ) {
+    this.recordLimits = new RecordSizeLimits(producerMessageMaxBytes(context.config.kafka));
     const { cacheMaxBytes, cacheMaxRecords } = context.config;
     this.cache = { budget: new CacheBudget(cacheMaxBytes), ...(cacheMaxRecords !== undefined ? { maxRecords: cacheMaxRecords } : {}) };
     for (const sub of topology.subtopologies) for (const t of sub.sourceTopics) this.subtopologyOf.set(t, sub.id);
@@ -132,11 +133,12 @@ export class TaskManager {
     return this.bySource.keys();
   }
 
-  /** What one produce may carry: librdkafka refuses a larger record at once, on every replay. */
-  private get maxRecordBytes(): number {
-    const configured = Number(this.context.config.kafka['message.max.bytes']);
-    return maxRecordBytesFor(Number.isFinite(configured) && configured > 0 ? configured : undefined);
-  }
+  /**
+   * What one produce may carry, per topic: librdkafka refuses a record over its message.max.bytes at
+   * once, the broker a batch over the topic's max.message.bytes, each on every replay. The topics'
+   * limits are learnt at start (learnTopicLimits); until then, the producer's alone.
+   */
+  recordLimits: RecordSizeLimits;
 
   /** `streamTimes`: the stream time committed with each partition's offset, to resume the task from. */
   addSources(partitions: readonly PartitionRef[], streamTimes: ReadonlyMap<string, number>): RuntimeTask[] {
@@ -154,7 +156,7 @@ export class TaskManager {
           .filter((q) => q.partition === p.partition && this.subtopologyOf.get(q.topic) === sub)
           .map((q) => streamTimes.get(partitionKey(q.topic, q.partition)))
           .filter((t): t is number => t !== undefined);
-        const timeOption = { maxRecordBytes: this.maxRecordBytes, onLateRecord: this.onLateRecord, ...(this.globalRows ? { globalRows: this.globalRows } : {}), ...(resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {}) };
+        const timeOption = { recordLimits: this.recordLimits, onLateRecord: this.onLateRecord, ...(this.globalRows ? { globalRows: this.globalRows } : {}), ...(resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {}) };
         if (this.persistentState) {
           const state = new this.persistentState(join(config.stateDir, config.appId, config.instanceId, id));
           task = this.topology.createTask(sub, p.partition, { storeFactory: state.storeFactory, cache: this.cache, ...timeOption });

@@ -11,7 +11,7 @@ import type { PunctuatingNode, RecordCacheOptions, TaskEnvironment } from './tas
 import { sessionStoreKey, splitSessionStoreKey } from '../state/session.ts';
 import { heldValue } from './suppress.ts';
 import { StageFailure, TaskBusyError, UnknownSourceTopicError, UnknownStoreError, UnknownSubtopologyError } from './task-errors.ts';
-import { maxRecordBytesFor } from '../core/record-size.ts';
+import { RecordSizeLimits } from '../core/record-size.ts';
 
 /** A task's id: its sub-topology and the partition of its sources it reads (state directories are named after it). */
 export const taskId = (subtopology: number, partition: number): string => `${subtopology}_${partition}`;
@@ -21,8 +21,8 @@ export type { Step, TaskMetrics } from './task-nodes.ts';
 export interface TaskOptions {
   /** Committed storage per store; defaults to in-memory maps. */
   readonly storeFactory?: StoreFactory;
-  /** Largest record the task may emit (outputs, repartition and changelog records); default from librdkafka's message.max.bytes. */
-  readonly maxRecordBytes?: number;
+  /** What a record the task emits (outputs, repartition, changelog records, dead letters) may carry; default: librdkafka's message.max.bytes for every topic. */
+  readonly recordLimits?: RecordSizeLimits;
   /** Wall clock for the `onceflow.error.time` header. */
   readonly now?: () => number;
   /** How retry backoff waits; tests may pass a fake. */
@@ -91,7 +91,7 @@ export class Task {
       sleep: opts.sleep ?? realSleep,
       random: opts.random ?? Math.random,
       cache: recordCacheOptions(opts.cache),
-      maxRecordBytes: opts.maxRecordBytes ?? maxRecordBytesFor(),
+      recordLimits: opts.recordLimits ?? new RecordSizeLimits(),
       ...(opts.globalRows ? { globalRows: opts.globalRows } : {}),
       onLateRecord: opts.onLateRecord,
     });
@@ -102,7 +102,7 @@ export class Task {
     for (const name of sub.stores) {
       const spec = plan.stores.get(name)!;
       const committed = factory({ name, kind: spec.kind, subtopology: sub.id, partition });
-      const store = new TransactionalStore(name, spec.changelogTopic, partition, committed, this.#ctx.env.maxRecordBytes);
+      const store = new TransactionalStore(name, spec.changelogTopic, partition, committed, this.#ctx.env.recordLimits);
       this.#stores.set(name, { store, spec });
       this.#storeList.push(store);
     }

@@ -4,7 +4,7 @@ import { formatCommitMetadata } from './commit-metadata.ts';
 import { WorkerError } from './errors.ts';
 import { stepBackIfNamesakeLive, tooManyFencings, type InstanceGuardOptions } from './instance-guard.ts';
 import { parsePartitionKey, partitionKey, type PartitionProgress } from './partition-progress.ts';
-import { DEFAULT_MESSAGE_MAX_BYTES } from './record-size.ts';
+import { producerMessageMaxBytes, type RecordTooLargeError } from './record-size.ts';
 import type { WorkerRecordCollector } from './record-collector.ts';
 import type { RuntimeContext } from './runtime-context.ts';
 import type { TaskManager } from './task-manager.ts';
@@ -136,6 +136,8 @@ export class TransactionDriver {
         return;
       case 'replace':
         await this.replaceAfterFailure(failure.error);
+        // librdkafka refusing a record over its message.max.bytes inside produce() comes here.
+        this.failIfTopicRefusesRecordSize(failure.error);
     }
   }
 
@@ -204,10 +206,26 @@ export class TransactionDriver {
     }
     if (++this.sizeRefusals < MAX_SIZE_REFUSALS) return;
     const { topic } = refused;
-    throw new WorkerError(
-      'RECORD_TOO_LARGE_FOR_TOPIC',
-      `the broker refused ${this.sizeRefusals} transactions in a row: a record batch for ${topic === undefined ? 'an output topic' : `topic ${topic}`} is over that topic's max.message.bytes, which is below the producer's (${this.context.config.kafka['message.max.bytes'] ?? DEFAULT_MESSAGE_MAX_BYTES}). Nothing of them was committed. Set kafka.message.max.bytes and kafka.batch.size at or below the topic's max.message.bytes (larger records are then dead-lettered as RECORD_TOO_LARGE), or raise the topic's limit`,
-      { cause: e },
+    throw recordTooLargeForTopic(
+      `the broker refused ${this.sizeRefusals} transactions in a row: a record batch for ${topic === undefined ? 'an output topic' : `topic ${topic}`} is over that topic's max.message.bytes (which the worker could not learn at start, or which was lowered since), or a record is over the producer's message.max.bytes (${producerMessageMaxBytes(this.context.config.kafka)}). Nothing of them was committed. Set kafka.message.max.bytes and kafka.batch.size at or below the topic's max.message.bytes (larger records are then dead-lettered as RECORD_TOO_LARGE), or raise the topic's limit`,
+      e,
     );
   }
+
+  /**
+   * A dead letter the dead-letter topic cannot take even as an excerpt (deadLetterBody in
+   * core/record-size.ts): the record can be neither written nor set aside, and skipping it silently
+   * would lose it, so the worker stops with nothing past the last commit committed.
+   */
+  deadLetterRefused(e: RecordTooLargeError): WorkerError {
+    return recordTooLargeForTopic(
+      `a record could not be dead-lettered: even an excerpt of it (${e.bytes} bytes with its own and the error headers) is over the ${e.limit} bytes a record for the dead-letter topic ${e.topic} may carry. Nothing past the last commit was committed. Raise that topic's max.message.bytes (and kafka.message.max.bytes if it is the lower), or make the record's headers smaller`,
+      e,
+    );
+  }
+}
+
+/** The one place the worker stops with RECORD_TOO_LARGE_FOR_TOPIC: a size limit that no replay gets past. */
+function recordTooLargeForTopic(message: string, cause: unknown): WorkerError {
+  return new WorkerError('RECORD_TOO_LARGE_FOR_TOPIC', message, { cause });
 }

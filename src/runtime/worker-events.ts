@@ -32,6 +32,12 @@ export type WorkerEvent =
   | { type: 'dead-lettered'; stage: string; code: string; topic: string; partition: number; offset: number }
   /** A windowed aggregate dropped the record: stream time is `lateByMs` past the grace period of its last window. */
   | { type: 'late-record'; stage: string; store: string; lateByMs: number; topic: string; partition: number; offset: number }
+  /**
+   * At start: the most bytes one record may carry per produced topic (the smaller of the producer's
+   * message.max.bytes and the topic's max.message.bytes); `unknown` says why the topics' own limits
+   * could not be learnt, when they could not.
+   */
+  | { type: 'record-limits'; messageMaxBytes: number; topicMaxMessageBytes: Record<string, number>; unknown?: string }
   /** state: how the loop ended (absent from stand-ins that do not track it). */
   | { type: 'stopped'; state?: 'STOPPED' | 'FAILED' };
 

@@ -21,7 +21,7 @@ export interface RuntimeTopology {
   /** The stores of the tasks, by name, for interactive queries. */
   readonly stores?: ReadonlyMap<string, CompiledStore>;
   serdeUsages(): readonly { readonly serde: Serde<unknown>; readonly ctx: SerdeContext }[];
-  createTask(subtopologyId: number, partition: number, opts?: { readonly storeFactory?: StoreFactory; readonly initialStreamTime?: number; readonly cache?: TaskOptions['cache']; readonly maxRecordBytes?: number; readonly globalRows?: TaskOptions['globalRows'] }): RuntimeTask;
+  createTask(subtopologyId: number, partition: number, opts?: { readonly storeFactory?: StoreFactory; readonly initialStreamTime?: number; readonly cache?: TaskOptions['cache']; readonly recordLimits?: TaskOptions['recordLimits']; readonly globalRows?: TaskOptions['globalRows'] }): RuntimeTask;
   /** Partition counts of every topic, internal ones derived from the external sources' counts. */
   resolvePartitions(sourcePartitions: ReadonlyMap<string, number>): { readonly topics: readonly RuntimeTopic[] };
   /** Worst-case time one record may spend in retry backoff: it must fit in a transaction. */

@@ -16,6 +16,7 @@ import { WorkerRecordCollector } from './record-collector.ts';
 import type { RuntimeContext } from './runtime-context.ts';
 import { StateMachine, type Transition, type TransitionCount } from './state-machine.ts';
 import { TaskManager } from './task-manager.ts';
+import { producerMessageMaxBytes, RecordSizeLimits, RecordTooLargeError } from './record-size.ts';
 import { AtLeastOnceOutput } from './transaction/at-least-once.ts';
 import { ExactlyOnceOutput } from './transaction/exactly-once.ts';
 import { describeKafkaError, isEmptyFetch, isKafkaError, isTransientError } from './transaction/kafka-errors.ts';
@@ -206,6 +207,7 @@ export class Worker extends EventEmitter {
         url: this.config.advertisedUrl,
       });
     }
+    await this.learnRecordLimits();
     for (const { serde, ctx } of this.topology.serdeUsages()) {
       await serde.prepare?.(ctx, { registryUrl: this.config.registryUrl });
     }
@@ -221,6 +223,33 @@ export class Worker extends EventEmitter {
     if (this.lifecycle.is('STARTING')) this.lifecycle.to('RUNNING', 'start');
     this.running = this.loop();
     this.running.catch(() => undefined);
+  }
+
+  /**
+   * Learns each produced topic's max.message.bytes, so that a record over it is dead-lettered where it
+   * is built instead of the broker refusing its batch, and the transaction with it, on every replay.
+   * Not learnt (a secured listener, no answer), the producer's limit alone is checked, and a topic
+   * that keeps refusing batches stops the worker (transaction-driver.ts).
+   */
+  private async learnRecordLimits(): Promise<void> {
+    const produced = [...new Set(this.topology.topics.filter((t) => t.kind !== 'source').map((t) => t.name))];
+    const messageMaxBytes = producerMessageMaxBytes(this.config.kafka);
+    let topics: ReadonlyMap<string, number> = new Map();
+    let unknown: string | undefined;
+    try {
+      if (this.clients.topicMaxMessageBytes === undefined) unknown = 'the client supplier cannot describe topic configs';
+      else topics = await this.clients.topicMaxMessageBytes(this.config.bootstrap, produced, this.config.kafka);
+      if (unknown === undefined && topics.size === 0 && produced.length > 0) unknown = `not described (security.protocol ${String(this.config.kafka['security.protocol'])})`;
+    } catch (e) {
+      unknown = e instanceof Error ? e.message : String(e);
+    }
+    const limits = new RecordSizeLimits(messageMaxBytes, topics);
+    this.tasks.recordLimits = limits;
+    // librdkafka fills a batch up to batch.size whatever the topic: several records each under a
+    // topic's limit would still make a batch over it.
+    const tightest = Math.min(...produced.map((t) => limits.maxRecordBytes(t)));
+    if (Number.isFinite(tightest)) this.output.limitBatchBytes(tightest);
+    this.emit('event', { type: 'record-limits', messageMaxBytes, topicMaxMessageBytes: Object.fromEntries(topics), ...(unknown === undefined ? {} : { unknown }) } satisfies WorkerEvent);
   }
 
   private guardOptions(): InstanceGuardOptions {
@@ -269,6 +298,7 @@ export class Worker extends EventEmitter {
               await sleep(Math.min(5_000, 250 * 2 ** Math.min(this.transientFailures++, 5)));
               continue;
             }
+            if (e instanceof RecordTooLargeError) throw this.transaction.deadLetterRefused(e);
             if (!isKafkaError(e)) throw e;
             await this.transaction.failed(e);
             continue;
@@ -278,6 +308,7 @@ export class Worker extends EventEmitter {
         try {
           await this.punctuate();
         } catch (e) {
+          if (e instanceof RecordTooLargeError) throw this.transaction.deadLetterRefused(e);
           if (!isKafkaError(e)) throw e;
           await this.transaction.failed(e);
           continue;

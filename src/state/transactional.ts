@@ -1,7 +1,7 @@
 import type { OutgoingRecord } from '../core/records.ts';
 import { mapKey, type KeyValueStore } from './store.ts';
 import { endRecordWrites, type UndoEntry } from './undo.ts';
-import { checkRecordSize } from '../core/record-size.ts';
+import { checkRecordSize, type RecordSizeLimits } from '../core/record-size.ts';
 
 const NO_HEADERS: readonly [] = [];
 
@@ -42,7 +42,7 @@ export class TransactionalStore {
     readonly partition: number,
     readonly committed: KeyValueStore,
     /** A write whose changelog record could not be produced fails the record that made it, not the commit. */
-    private readonly maxRecordBytes: number = Number.POSITIVE_INFINITY,
+    private readonly recordLimits: RecordSizeLimits | number = Number.POSITIVE_INFINITY,
   ) {}
 
   get(key: Buffer): Buffer | undefined {
@@ -83,7 +83,7 @@ export class TransactionalStore {
   }
 
   #write(key: Buffer, value: Buffer | null, timestamp: number, decoded: unknown): void {
-    checkRecordSize(this.changelogTopic, key, value, NO_HEADERS, this.maxRecordBytes);
+    checkRecordSize(this.changelogTopic, key, value, NO_HEADERS, this.recordLimits);
     const k = mapKey(key);
     this.#undo.push({ k, prev: this.#buffer.get(k) });
     this.#buffer.set(k, { key, value, decoded, timestamp, logged: false });

@@ -8,6 +8,7 @@ import { createTask, taskId, type Step, type Task, type TaskMetrics, type TaskOp
 import { scanAll } from '../state/queries.ts';
 import { partitionFor } from './partitioner.ts';
 import { DEAD_LETTER } from '../core/headers.ts';
+import { RecordSizeLimits } from '../core/record-size.ts';
 import { globalTableRows, type GlobalTableRows } from '../runtime/global-tables.ts';
 
 export class UnknownTestTopicError extends OnceflowError {
@@ -47,6 +48,10 @@ export interface TestDriverOptions {
   readonly now?: () => number;
   /** Where the driver's wall clock starts (default: Date.now() when the driver is made). */
   readonly wallClockStartMs?: number;
+  /** The producer's message.max.bytes, as the worker's `kafka.message.max.bytes` (default librdkafka's, 1,000,000). */
+  readonly messageMaxBytes?: number;
+  /** Topics' max.message.bytes, as the worker learns them from the broker at start: a record over one is dead-lettered. */
+  readonly topicMaxMessageBytes?: Readonly<Record<string, number>>;
 }
 
 export interface PipeOptions {
@@ -74,6 +79,8 @@ export interface DeadLetter {
   readonly stage: string;
   readonly attempts: number;
   readonly source: { readonly topic: string; readonly partition: number; readonly offset: number };
+  /** Set when the dead letter carries only the first bytes of the input's key and value: their full sizes. */
+  readonly excerpt?: { readonly keyBytes: number; readonly valueBytes: number };
 }
 
 /** A committed record as it sits in a topic of the driver's in-memory log. */
@@ -164,6 +171,7 @@ export class TopologyTestDriver {
       ...(opts.sleep ? { sleep: opts.sleep } : {}),
       ...(opts.random ? { random: opts.random } : {}),
       now: opts.now ?? (() => this.#wallClock),
+      recordLimits: new RecordSizeLimits(opts.messageMaxBytes, opts.topicMaxMessageBytes ?? {}),
       ...(opts.cacheMaxRecords !== undefined ? { cache: { maxRecords: opts.cacheMaxRecords } } : {}),
     };
     const globals = globalTableRows(this.compiled.globalTables);
@@ -307,6 +315,7 @@ export class TopologyTestDriver {
         stage: h[DEAD_LETTER.stage] ?? '',
         attempts: Number(h[DEAD_LETTER.attempts]),
         source: { topic: h[DEAD_LETTER.sourceTopic] ?? '', partition: Number(h[DEAD_LETTER.sourcePartition]), offset: Number(h[DEAD_LETTER.sourceOffset]) },
+        ...(h[DEAD_LETTER.excerpt] === undefined ? {} : { excerpt: { keyBytes: Number(h[DEAD_LETTER.keyBytes]), valueBytes: Number(h[DEAD_LETTER.valueBytes]) } }),
       };
     });
   }

@@ -46,6 +46,9 @@ export type CommitOutcome =
 const PRODUCING: readonly TransactionState[] = ['IN_TRANSACTION', 'COMMITTING'];
 const BATCH_HEADERS = [{ [RECORD_BATCH.header]: RECORD_BATCH.version }];
 
+/** librdkafka's default batch.size. */
+const DEFAULT_BATCH_SIZE = 1_000_000;
+
 /**
  * The worker's producer under one guarantee: the states of states.ts, guarded, over whichever
  * librdkafka producer is current (a replaced one is disconnected and a new one created).
@@ -73,9 +76,19 @@ export abstract class TransactionalOutput {
     return this.machine.countRows();
   }
 
+  /** Set from the output topics' limits (limitBatchBytes); undefined: librdkafka's batch.size. */
+  private batchBytes: number | undefined;
+
+  /** Caps the producer's batch.size (for the next client created) at `bytes`, unless it is already lower. */
+  limitBatchBytes(bytes: number): void {
+    const configured = Number(this.options.clientConfig['batch.size'] ?? DEFAULT_BATCH_SIZE);
+    this.batchBytes = bytes < configured ? Math.max(1, Math.floor(bytes)) : undefined;
+  }
+
   protected producerConfig(): RdConfig {
     return {
       ...this.options.clientConfig,
+      ...(this.batchBytes === undefined ? {} : { 'batch.size': this.batchBytes }),
       'enable.idempotence': true,
       'linger.ms': 5,
       'partitioner': 'murmur2_random',
