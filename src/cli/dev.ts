@@ -75,7 +75,7 @@ export function registerDev(program: Command): void {
     .action((opts: { dir: string }) => {
       const info = readClusterInfo(opts.dir);
       if (!info || (info.brokerPid <= 0 && info.registryPid <= 0)) {
-        console.log(info ? `not running (stopped; \`onceflow dev up\` starts ${info.bootstrap} again on its data)` : 'not running');
+        console.log(info ? `not running (stopped; \`onceflow dev up${info.brokers ? ` --brokers ${info.brokers.length}` : ''}\` starts ${info.bootstrap} again on its data)` : 'not running');
         process.exitCode = 1;
         return;
       }

@@ -181,6 +181,11 @@ export class FaultProxy {
     return [...this.connections.values()];
   }
 
+  /** When the last stall ordered so far ends (epoch ms; 0 or past: none). */
+  get stalledUntil(): number {
+    return Math.max(0, ...this.stalls.map((s) => s.until));
+  }
+
   isStalled(connection: ProxiedConnection): boolean {
     const now = Date.now();
     return this.stalls.some((s) => s.until > now && s.match(connection));
