@@ -60,6 +60,12 @@ export class LiveOutputReader {
 
   /** Compares what was given live with the topic's committed records read afterwards. */
   compare(committed: readonly IncomingRecord[]): LiveOutputReport {
+    return compareLiveOutput(this.seen, committed);
+  }
+}
+
+/** What a reader was given (`seen`, in the order given) against the committed records read afterwards. */
+export function compareLiveOutput(seen: readonly IncomingRecord[], committed: readonly IncomingRecord[]): LiveOutputReport {
     const examples: string[] = [];
     const note = (text: string) => void (examples.length < EXAMPLES && examples.push(text));
     const final = new Map(committed.map((r) => [recordId(r), r]));
@@ -70,7 +76,7 @@ export class LiveOutputReader {
     let duplicates = 0;
     let outOfOrder = 0;
     let aborted = 0;
-    for (const r of this.seen) {
+    for (const r of seen) {
       const before = lastOffset.get(r.partition);
       if (before !== undefined && r.offset <= before) {
         outOfOrder++;
@@ -100,7 +106,7 @@ export class LiveOutputReader {
       }
       lastChild.set(parent, Math.max(previous ?? -1, Number(number)));
     }
-    const given = new Set(this.seen.map(recordId));
+    const given = new Set(seen.map(recordId));
     let skipped = 0;
     for (const r of committed) {
       const reached = lastOffset.get(r.partition);
@@ -109,8 +115,7 @@ export class LiveOutputReader {
         note(`${recordId(r)} is committed but the reader went past it`);
       }
     }
-    return { records: this.seen.length, duplicates, outOfOrder, aborted, skipped, examples };
-  }
+    return { records: seen.length, duplicates, outOfOrder, aborted, skipped, examples };
 }
 
 /**
