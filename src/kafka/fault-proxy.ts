@@ -113,7 +113,8 @@ class Connection implements ProxiedConnection {
     identify: boolean,
   ) {
     this.identified = !identify;
-    this.upstream = new Pipe(client, server, () => !this.identified || proxy.isStalled(this));
+    // Bytes before the client id is known wait in `head`, not in the pipe: pausing the client then would hold back the rest of the header for good.
+    this.upstream = new Pipe(client, server, () => this.identified && proxy.isStalled(this));
     this.downstream = new Pipe(server, client, () => proxy.isStalled(this));
   }
 
