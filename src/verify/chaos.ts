@@ -401,7 +401,13 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     log('input complete; waiting for the group to catch up');
     // A stall still running would hold a worker's offsets back: caught up is asked once every stall has ended.
     await sleep(Math.max(0, ...(multi?.proxies ?? []).map((p) => p.stalledUntil - Date.now())));
-    await waitCaughtUp({ bootstrap, groupId: appId, plainTopics: [input], transactionalTopics: repartitionTopics, timeoutMs: 300_000, stableMs: 4_000 });
+    try {
+      await waitCaughtUp({ bootstrap, groupId: appId, plainTopics: [input], transactionalTopics: repartitionTopics, timeoutMs: 300_000, stableMs: 4_000 });
+    } catch (e) {
+      // A worker that stopped making progress is the finding: its last lines say where it stopped.
+      for (const [id, w] of live) log(`${id} (pid ${w.pid}, ${w.alive ? 'alive' : 'exited'}), last stderr:\n  ${w.stderr.slice(-20).join('\n  ')}`);
+      throw e;
+    }
     const report = await verify({
       bootstrap,
       inputTopic: input,
