@@ -7,11 +7,14 @@ import type { PipelineName } from '../verify/pipelines.ts';
 export function registerChaos(program: Command): void {
   program
     .command('chaos')
-    .description('kill replicas (and the broker) while they process, then verify the committed output')
+    .description('kill replicas (and brokers, or stall their connections) while they process, then verify the committed output')
     .option('--records <n>', 'input records', intAtLeast(1), 20000)
     .option('--replicas <n>', 'worker replicas', intAtLeast(1), 3)
     .option('--kills <n>', 'SIGKILLs of a random replica', intAtLeast(0), 5)
     .option('--broker-restarts <n>', 'broker restarts (SIGKILL + start)', intAtLeast(0), 0)
+    .option('--brokers <n>', 'run on a cluster of n KRaft nodes (3: replication 3, min ISR 2), each behind a fault proxy', intAtLeast(1), 1)
+    .option('--broker-kills <n>', 'with --brokers 3: kill -9 and restart a node, in turn a transaction coordinator of a worker, the group coordinator, an output partition leader', intAtLeast(0), 0)
+    .option('--stalls <n>', "with --brokers 3: a worker's connections forward nothing for a few seconds (every other stall beyond the session timeout)", intAtLeast(0), 0)
     .option('--overlapping-restarts <n>', 'replace a replica the way rolling updates do: start the new process with its instance id, then SIGTERM the old one 0.5-3 s later', intAtLeast(0), 0)
     .option('--duplicate-instance <n>', 'run two live processes with one instance id (alternately: a second one beside a live replica; two at once in place of a SIGKILLed one)', intAtLeast(0), 0)
     .option('--scale', 'add a replica and remove one mid-run')
@@ -32,6 +35,9 @@ export function registerChaos(program: Command): void {
         replicas: Number(o.replicas),
         kills: Number(o.kills),
         brokerRestarts: Number(o.brokerRestarts),
+        brokers: Number(o.brokers),
+        brokerKills: Number(o.brokerKills),
+        stalls: Number(o.stalls),
         overlappingRestarts: Number(o.overlappingRestarts),
         duplicateInstances: Number(o.duplicateInstance),
         scale: o.scale === true,

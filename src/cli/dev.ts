@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { parseAcls } from '../kafka/acls.ts';
+import { BrokerCluster, BrokerCountError } from '../kafka/broker-cluster.ts';
+import { intAtLeast } from './int-option.ts';
 import { defaultClusterDir, isAlive, LocalClusterError, readClusterInfo, startLocalCluster, stopLocalCluster, type LocalClusterInfo } from '../kafka/local-cluster.ts';
 import { applySecurity, newPassword, SCRAM_MECHANISM, type SecureClusterInfo } from '../kafka/security.ts';
 
@@ -19,7 +21,7 @@ function printSecureSettings(secure: SecureClusterInfo): void {
 }
 
 export function registerDev(program: Command): void {
-  const dev = program.command('dev').description('a local single-node Kafka (KRaft) and schema registry for development and tests');
+  const dev = program.command('dev').description('a local Kafka (KRaft: one node, or --brokers 3) and schema registry for development and tests');
   dev
     .command('up')
     .description('start the broker and the registry, wait until both answer, print where they are')
@@ -27,8 +29,24 @@ export function registerDev(program: Command): void {
     .option('--no-registry', 'start the broker only')
     .option('--secure', 'SASL_SSL listener: TLS (a CA made now), SCRAM-SHA-512 users, ACLs enforced by the StandardAuthorizer')
     .option('--fresh', 'stop what runs and start an empty cluster (default: keep the earlier data and ports)')
-    .action(async (opts: { dir: string; registry: boolean; secure?: boolean; fresh?: boolean }) => {
+    .option('--brokers <n>', 'KRaft nodes (broker+controller each); 3: replication factor 3, min.insync.replicas 2, internal topics too', intAtLeast(1), 1)
+    .action(async (opts: { dir: string; registry: boolean; secure?: boolean; fresh?: boolean; brokers: number }) => {
       const before = opts.fresh ? undefined : readClusterInfo(opts.dir);
+      if (opts.brokers > 1) {
+        if (opts.secure) throw new BrokerCountError('--secure runs one broker: --brokers applies to the plaintext cluster only');
+        const cluster = await BrokerCluster.start({ dir: opts.dir, brokers: opts.brokers, withRegistry: opts.registry, fresh: opts.fresh === true });
+        const info = cluster.info;
+        for (const node of cluster.nodes) {
+          const kept = before?.brokers?.some((b) => b.nodeId === node.nodeId && b.pid === node.pid) === true;
+          console.log(`node ${node.nodeId}: 127.0.0.1:${node.advertisedPort} (pid ${node.pid}${kept ? ', already running' : `, answered after ${node.startMs} ms`}; replication listener ${node.internalPort}, controller ${node.controllerPort})`);
+        }
+        if (info.registryUrl) console.log(`registry ${info.registryUrl} (pid ${info.registryPid})`);
+        console.log(`ONCEFLOW_BOOTSTRAP=${info.bootstrap}`);
+        console.log(`ONCEFLOW_REGISTRY_URL=${info.registryUrl}`);
+        console.log(`(written to ${opts.dir}/dev.json)`);
+        return;
+      }
+      if (before?.brokers && !opts.fresh) throw new BrokerCountError(`${opts.dir} holds a ${before.brokers.length}-broker cluster: give --brokers ${before.brokers.length}, or --fresh for a single broker`);
       const info = await startLocalCluster({ dir: opts.dir, withRegistry: opts.registry, secure: opts.secure === true, fresh: opts.fresh === true });
       const reused = before !== undefined && before.brokerPid === info.brokerPid;
       const registryReused = before !== undefined && before.registryPid === info.registryPid;
@@ -46,8 +64,9 @@ export function registerDev(program: Command): void {
     .option('--dir <dir>', 'state directory', defaultClusterDir())
     .action(async (opts: { dir: string }) => {
       const info = await stopLocalCluster(opts.dir);
-      const ran = info !== undefined && (info.brokerPid > 0 || info.registryPid > 0);
-      console.log(ran ? `stopped broker pid ${info.brokerPid}${info.registryPid ? ` and registry pid ${info.registryPid}` : ''}` : 'nothing was running');
+      const brokerPids = info?.brokers ? info.brokers.map((b) => b.pid).filter((pid) => pid > 0) : info && info.brokerPid > 0 ? [info.brokerPid] : [];
+      const ran = info !== undefined && (brokerPids.length > 0 || info.registryPid > 0);
+      console.log(ran ? `stopped broker pid${brokerPids.length > 1 ? 's' : ''} ${brokerPids.join(', ')}${info.registryPid ? ` and registry pid ${info.registryPid}` : ''}` : 'nothing was running');
     });
   dev
     .command('status')
@@ -56,13 +75,15 @@ export function registerDev(program: Command): void {
     .action((opts: { dir: string }) => {
       const info = readClusterInfo(opts.dir);
       if (!info || (info.brokerPid <= 0 && info.registryPid <= 0)) {
-        console.log(info ? `not running (stopped; \`onceflow dev up\` starts ${info.bootstrap} again on its data)` : 'not running');
+        console.log(info ? `not running (stopped; \`onceflow dev up${info.brokers ? ` --brokers ${info.brokers.length}` : ''}\` starts ${info.bootstrap} again on its data)` : 'not running');
         process.exitCode = 1;
         return;
       }
-      const broker = isAlive(info.brokerPid);
+      const nodes = info.brokers ?? [{ nodeId: 1, pid: info.brokerPid, advertisedPort: info.brokerPort }];
+      const broker = nodes.every((n) => isAlive(n.pid));
       const registry = info.registryPid > 0 && isAlive(info.registryPid);
-      console.log(`broker   ${info.bootstrap}  pid ${info.brokerPid}  ${broker ? 'running' : 'NOT running'}`);
+      if (info.brokers) for (const n of nodes) console.log(`broker ${n.nodeId} 127.0.0.1:${n.advertisedPort}  pid ${n.pid}  ${isAlive(n.pid) ? 'running' : 'NOT running'}`);
+      else console.log(`broker   ${info.bootstrap}  pid ${info.brokerPid}  ${broker ? 'running' : 'NOT running'}`);
       if (info.registryPid > 0) console.log(`registry ${info.registryUrl}  pid ${info.registryPid}  ${registry ? 'running' : 'NOT running'}`);
       if (info.secure) printSecureSettings(info.secure);
       if (!broker || (info.registryPid > 0 && !registry)) process.exitCode = 1;

@@ -28,6 +28,24 @@ export interface LocalClusterInfo {
   readonly controllerPort: number;
   /** Set by `dev up --secure`: the broker listens SASL_SSL (SCRAM) with ACLs enforced. */
   readonly secure?: SecureClusterInfo;
+  /** Set by `dev up --brokers N` (N > 1): every node; `brokerPid` and `brokerPort` are the first one's. */
+  readonly brokers?: readonly ClusterNodeInfo[];
+  readonly clusterId?: string;
+}
+
+/** One node of a multi-broker dev cluster, as dev.json records it. */
+export interface ClusterNodeInfo {
+  readonly nodeId: number;
+  readonly pid: number;
+  /** The broker's own client listener. */
+  readonly clientPort: number;
+  /** The port clients are told to use: a fault proxy's, or clientPort. */
+  readonly advertisedPort: number;
+  readonly internalPort: number;
+  readonly controllerPort: number;
+  readonly dir: string;
+  readonly log: string;
+  readonly startMs: number;
 }
 
 export interface StartOptions {
@@ -128,7 +146,6 @@ function log4jConfig(file: string): string {
 `;
 }
 
-/** Single-node KRaft settings: replication 1 everywhere, small internal topics so start-up stays quick. */
 /** A KRaft cluster id: 22 base64url characters, never starting with '-', which the storage tool would read as an option (Kafka's own Uuid avoids it too). */
 export function newClusterId(): string {
   for (;;) {
@@ -137,26 +154,60 @@ export function newClusterId(): string {
   }
 }
 
-export function brokerProperties(opts: { brokerPort: number; controllerPort: number; dataDir: string; security?: BrokerSecurity }): string {
+/**
+ * One node of a multi-node KRaft cluster (broker-cluster.ts). Clients use the CLIENT listener, which may
+ * advertise another port (a fault proxy in front of it); replication uses the INTERNAL listener, never proxied,
+ * so that a stalled client connection does not stall the followers too.
+ */
+export interface ClusterNodeSettings {
+  readonly nodeId: number;
+  readonly clusterId: string;
+  /** `id@host:port` of every controller. */
+  readonly quorumVoters: string;
+  readonly internalPort: number;
+  /** The port clients are told to use (the proxy's); the broker's own port when nothing is in front. */
+  readonly advertisedPort: number;
+  readonly replicationFactor: number;
+  readonly minInsyncReplicas: number;
+}
+
+/** Single-node KRaft settings: replication 1 everywhere, small internal topics so start-up stays quick; `node` makes it one node of several. */
+export function brokerProperties(opts: { brokerPort: number; controllerPort: number; dataDir: string; security?: BrokerSecurity; node?: ClusterNodeSettings }): string {
   const listener = opts.security ? 'SASL_SSL' : 'PLAINTEXT';
+  const node = opts.node;
+  const replication = node?.replicationFactor ?? 1;
+  const minIsr = node?.minInsyncReplicas ?? 1;
+  const listeners = node
+    ? [
+        `listeners=CLIENT://127.0.0.1:${opts.brokerPort},INTERNAL://127.0.0.1:${node.internalPort},CONTROLLER://127.0.0.1:${opts.controllerPort}`,
+        `advertised.listeners=CLIENT://127.0.0.1:${node.advertisedPort},INTERNAL://127.0.0.1:${node.internalPort}`,
+        'controller.listener.names=CONTROLLER',
+        'inter.broker.listener.name=INTERNAL',
+        'listener.security.protocol.map=CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT',
+      ]
+    : [
+        `listeners=${listener}://127.0.0.1:${opts.brokerPort},CONTROLLER://127.0.0.1:${opts.controllerPort}`,
+        `advertised.listeners=${listener}://127.0.0.1:${opts.brokerPort}`,
+        'controller.listener.names=CONTROLLER',
+        `inter.broker.listener.name=${listener}`,
+        `listener.security.protocol.map=${listener}:${listener},CONTROLLER:PLAINTEXT`,
+      ];
   return [
     'process.roles=broker,controller',
-    'node.id=1',
-    `controller.quorum.voters=1@127.0.0.1:${opts.controllerPort}`,
-    `listeners=${listener}://127.0.0.1:${opts.brokerPort},CONTROLLER://127.0.0.1:${opts.controllerPort}`,
-    `advertised.listeners=${listener}://127.0.0.1:${opts.brokerPort}`,
-    'controller.listener.names=CONTROLLER',
-    `inter.broker.listener.name=${listener}`,
-    `listener.security.protocol.map=${listener}:${listener},CONTROLLER:PLAINTEXT`,
+    `node.id=${node?.nodeId ?? 1}`,
+    `controller.quorum.voters=${node?.quorumVoters ?? `1@127.0.0.1:${opts.controllerPort}`}`,
+    ...listeners,
     ...(opts.security ? secureListenerProperties(opts.security) : []),
     `log.dirs=${opts.dataDir}`,
     'num.partitions=1',
     // A typo'd topic must surface as an error, not as a silently created empty topic.
     'auto.create.topics.enable=false',
-    'offsets.topic.replication.factor=1',
+    `default.replication.factor=${replication}`,
+    `min.insync.replicas=${minIsr}`,
+    `offsets.topic.replication.factor=${replication}`,
     'offsets.topic.num.partitions=3',
-    'transaction.state.log.replication.factor=1',
-    'transaction.state.log.min.isr=1',
+    `transaction.state.log.replication.factor=${replication}`,
+    `transaction.state.log.min.isr=${minIsr}`,
     'transaction.state.log.num.partitions=3',
     'group.initial.rebalance.delay.ms=0',
     // Lets tests evict a paused (zombie) member quickly.
@@ -201,7 +252,7 @@ export interface BrokerHandle {
  * Starts (or restarts, keeping its data) the broker of a cluster directory. A restart of a secure broker
  * passes only `info`: its properties (with the keystore's password) are kept from the first start.
  */
-export async function startBroker(dir: string, brokerPort: number, controllerPort: number, security?: { broker?: BrokerSecurity; info: SecureClusterInfo }): Promise<BrokerHandle> {
+export async function startBroker(dir: string, brokerPort: number, controllerPort: number, security?: { broker?: BrokerSecurity; info: SecureClusterInfo }, node?: ClusterNodeSettings): Promise<BrokerHandle> {
   const dataDir = join(dir, 'kafka-data');
   const propsFile = join(dir, 'server.properties');
   const logFile = join(dir, 'broker.log');
@@ -209,11 +260,12 @@ export async function startBroker(dir: string, brokerPort: number, controllerPor
   const log4j = join(dir, 'log4j2.xml');
   writeFileSync(log4j, log4jConfig(logFile));
   if (!security || security.broker) {
-    writeFileSync(propsFile, brokerProperties({ brokerPort, controllerPort, dataDir, ...(security?.broker ? { security: security.broker } : {}) }), { mode: 0o600 });
+    writeFileSync(propsFile, brokerProperties({ brokerPort, controllerPort, dataDir, ...(security?.broker ? { security: security.broker } : {}), ...(node ? { node } : {}) }), { mode: 0o600 });
   }
   const jvm = ['-Xms256m', '-Xmx1g', '-XX:+UseG1GC', `-Dlog4j2.configurationFile=${log4j}`, '-cp', classpath];
   if (!existsSync(join(dataDir, 'meta.properties'))) {
-    const clusterId = newClusterId();
+    // The nodes of one cluster share its id; a single node makes its own.
+    const clusterId = node?.clusterId ?? newClusterId();
     const format = spawnSync('java', [...jvm, 'kafka.tools.StorageTool', 'format', '-t', clusterId, '-c', propsFile, ...(security?.broker ? formatScramArgs(security.broker) : [])], { encoding: 'utf8' });
     if (format.status !== 0) {
       throw new LocalClusterError('PROCESS_EXITED', `formatting the broker storage failed:\n${format.stdout}\n${format.stderr}`);
@@ -221,12 +273,13 @@ export async function startBroker(dir: string, brokerPort: number, controllerPor
   }
   const pid = spawnDetached('java', [...jvm, 'kafka.Kafka', propsFile], logFile, dir);
   const bootstrap = `127.0.0.1:${brokerPort}`;
+  const what = node ? `Kafka broker ${node.nodeId}` : 'the Kafka broker';
   const clientOptions: ClientOptions = security ? adminClientOptions(security.info) : {};
-  const startMs = await waitFor('the Kafka broker', pid, logFile, 60_000, () => pingBroker(bootstrap, clientOptions));
+  const startMs = await waitFor(what, pid, logFile, 60_000, () => pingBroker(bootstrap, clientOptions));
   return { pid, bootstrap, startMs };
 }
 
-async function startRegistry(dir: string, port: number): Promise<{ pid: number; url: string; startMs: number }> {
+export async function startRegistry(dir: string, port: number): Promise<{ pid: number; url: string; startMs: number }> {
   const jar = apicurioJar();
   const logFile = join(dir, 'registry.log');
   const managementPort = await freePort();
@@ -348,7 +401,7 @@ export async function startLocalCluster(opts: StartOptions = {}): Promise<LocalC
   return info;
 }
 
-function killQuietly(pid: number, signal: NodeJS.Signals = 'SIGTERM'): void {
+export function killQuietly(pid: number, signal: NodeJS.Signals = 'SIGTERM'): void {
   if (pid <= 0) return;
   try {
     // Negative pid: the whole process group the detached child leads.
@@ -378,8 +431,8 @@ export async function stopProcess(pid: number, graceMs = 15_000): Promise<void> 
 export async function stopLocalCluster(dir = defaultClusterDir()): Promise<LocalClusterInfo | undefined> {
   const info = readClusterInfo(dir);
   if (!info) return undefined;
-  await Promise.all([stopProcess(info.brokerPid), stopProcess(info.registryPid)]);
-  writeClusterInfo({ ...info, brokerPid: 0, registryPid: 0 });
+  await Promise.all([stopProcess(info.brokerPid), stopProcess(info.registryPid), ...(info.brokers ?? []).map((node) => stopProcess(node.pid))]);
+  writeClusterInfo({ ...info, brokerPid: 0, registryPid: 0, ...(info.brokers ? { brokers: info.brokers.map((node) => ({ ...node, pid: 0 })) } : {}) });
   return info;
 }
 

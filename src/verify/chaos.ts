@@ -4,6 +4,9 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureTopics, withAdmin } from '../kafka/admin.ts';
 import { readClusterInfo, restartBroker, startLocalCluster, stopLocalCluster, type LocalClusterInfo } from '../kafka/local-cluster.ts';
+import { BrokerCluster } from '../kafka/broker-cluster.ts';
+import { readTopic } from '../kafka/read-topic.ts';
+import { endMarkerVisibleMs, LiveOutputReader, type LiveOutputReport } from './live-output.ts';
 import { projectRoot } from '../kafka/paths.ts';
 import { compile } from '../graph/compile.ts';
 import { loadTopology } from '../dsl/load.ts';
@@ -49,7 +52,22 @@ export interface ChaosOptions {
   readonly cacheMaxRecords?: number;
   /** `persistent`: the workers keep their stores in LMDB (one state dir for the run) with running checkpoints every second. */
   readonly stateStore?: 'memory' | 'persistent';
+  /** 3: a three-node cluster (replication 3, min ISR 2) with a fault proxy in front of each node. Default 1. */
+  readonly brokers?: number;
+  /** A running multi-broker cluster with proxies (tests share one between runs); else one is started when brokers > 1. */
+  readonly cluster?: BrokerCluster;
+  /** kill -9 and restart of a node, chosen in turn: a worker's transaction coordinator, the group coordinator, an output partition's leader. */
+  readonly brokerKills?: number;
+  /** Stalls of every connection of one worker at the proxies: alternately shorter and longer than the session timeout. */
+  readonly stalls?: number;
 }
+
+/** The three kinds of node a broker kill aims at, in turn. */
+export const BROKER_KILL_TARGETS = ['transaction-coordinator', 'group-coordinator', 'partition-leader'] as const;
+export type BrokerKillTarget = (typeof BROKER_KILL_TARGETS)[number];
+
+/** The workers' default session timeout (runtime/config.ts): a long stall outlasts it, a short one does not. */
+const SESSION_TIMEOUT_MS = 10_000;
 
 export interface ChaosResult {
   readonly records: number;
@@ -74,9 +92,22 @@ export interface ChaosResult {
   readonly cacheMaxRecords: number;
   readonly stateStore: 'memory' | 'persistent';
   readonly abortedSeenByReadUncommitted: number;
+  readonly brokers: number;
+  readonly brokerKills: number;
+  /** Per kill: what it aimed at and which node that was. */
+  readonly brokerKillTargets: readonly { readonly target: BrokerKillTarget; readonly nodeId: number }[];
+  readonly stalls: number;
+  readonly stallsBeyondSessionTimeout: number;
+  /** Workers that exited on their own (not killed by the harness), each started again. */
+  readonly workerExits: number;
+  /** What a read_committed reader was shown during the run. */
+  readonly liveReader: Omit<LiveOutputReport, 'examples'>;
+  /** From the commit of a fresh producer's marker on every output partition until a read_committed reader had them all; null: not within 60 s. */
+  readonly endMarkerMs: number | null;
   readonly durationMs: number;
   readonly ok: boolean;
   readonly verify: VerifyReport;
+  readonly liveReaderExamples: readonly string[];
 }
 
 /**
@@ -100,22 +131,38 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
   if (avro && pipeline.name !== 'orders') throw new ChaosConfigError(`--format avro applies to the orders topology, not ${pipeline.name}`);
   let cluster: LocalClusterInfo | undefined;
   let ownCluster = false;
-  if (opts.bootstrap) {
+  const brokerCount = opts.cluster ? opts.cluster.nodes.length : (opts.brokers ?? 1);
+  let multi = opts.cluster;
+  let ownMulti = false;
+  if ((opts.brokerKills || opts.stalls) && brokerCount < 2) throw new ChaosConfigError('--broker-kills and --stalls need a multi-broker cluster with proxies: give --brokers 3');
+  if (brokerCount > 1 && opts.bootstrap) throw new ChaosConfigError('--brokers starts its own cluster (with fault proxies): leave out --bootstrap');
+  if (multi) {
+    cluster = multi.info;
+  } else if (brokerCount > 1) {
+    multi = await BrokerCluster.start({ dir: join(projectRoot(), '.onceflow', `chaos-${process.pid}`), brokers: brokerCount, proxies: true, withRegistry: avro, fresh: true });
+    ownMulti = true;
+    cluster = multi.info;
+    log(`local ${brokerCount}-broker cluster ${multi.bootstrap} (answered after ${cluster.brokerStartMs} ms)`);
+  } else if (opts.bootstrap) {
     cluster = opts.clusterDir ? readClusterInfo(opts.clusterDir) : undefined;
   } else {
     cluster = await startLocalCluster({ dir: join(projectRoot(), '.onceflow', `chaos-${process.pid}`), withRegistry: avro });
     ownCluster = true;
     log(`local broker ${cluster.bootstrap} (answered after ${cluster.brokerStartMs} ms)`);
   }
-  const bootstrap = opts.bootstrap ?? cluster!.bootstrap;
+  const bootstrap = multi?.bootstrap ?? opts.bootstrap ?? cluster!.bootstrap;
   const tag = `${seed}-${Date.now().toString(36)}`;
   const appId = `chaos-${pipeline.name}-${tag}`;
   const input = `chaos-in-${tag}`;
   const output = `chaos-out-${tag}`;
   const partitions = opts.partitions ?? 6;
   const workers: WorkerProcess[] = [];
+  let liveReader: LiveOutputReader | undefined;
+  // Set once the run is over: workers exiting from then on are being stopped, not crashing.
+  let finishing = false;
   try {
     await withAdmin(bootstrap, (a) => ensureTopics(a, [{ name: input, partitions }, { name: output, partitions }]));
+    liveReader = LiveOutputReader.start(bootstrap, output);
     const registryUrl = opts.registryUrl ?? (cluster?.registryUrl || undefined);
     if (avro && !registryUrl) throw new ChaosConfigError('--format avro needs a schema registry: give --registry-url with --bootstrap');
     const wire = avro ? await avroOrders(input, registryUrl!) : undefined;
@@ -136,12 +183,23 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     const deadLetterTopic = compiled.deadLetterTopic;
 
     let nextInstance = 0;
+    const live = new Map<string, WorkerProcess>();
+    // A worker the harness stops or kills is first taken out of `live` or replaced in it; one that exits while still there exited on its own.
+    let workerExits = 0;
     const spawnWorker = (instance: string, extraEnv: Record<string, string> = {}) => {
       const w = new WorkerProcess(instance, pipeline.file, ['--app-id', appId, '--instance-id', instance, '--guarantee', guarantee], { ...env, ...extraEnv });
       workers.push(w);
+      if (multi) {
+        void w.exit().then(({ code, signal }) => {
+          if (finishing || live.get(instance) !== w || harnessStopped.has(w)) return;
+          workerExits++;
+          log(`${instance} exited on its own (code ${code}, signal ${signal}): ${w.stderr.slice(-3).join(' | ')}; started again`);
+          live.set(instance, spawnWorker(instance));
+        });
+      }
       return w;
     };
-    const live = new Map<string, WorkerProcess>();
+    const harnessStopped = new Set<WorkerProcess>();
     for (let i = 0; i < opts.replicas; i++) {
       const id = `r${nextInstance++}`;
       live.set(id, spawnWorker(id));
@@ -178,6 +236,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
           const [victim, w] = drawn;
           // Every other kill is placed inside a transaction phase by the worker itself, on its restart.
           const phase = opts.phase ?? (k % 2 === 1 ? CHAOS_PHASES[Math.floor(rand() * CHAOS_PHASES.length)] : undefined);
+          harnessStopped.add(w);
           w.kill('SIGKILL');
           await w.exit();
           killPhases.random = (killPhases.random ?? 0) + 1;
@@ -185,6 +244,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
           let next = spawnWorker(victim, phase ? { ONCEFLOW_CHAOS_KILL_AT: `${phase}:${1 + Math.floor(rand() * 5)}` } : {});
           live.set(victim, next);
           if (phase) {
+            // Its death at the phase is the harness's doing, not the worker's.
+            harnessStopped.add(next);
             const died = (await next.exitWithin(40_000)) !== undefined;
             if (died) {
               killPhases[phase] = (killPhases[phase] ?? 0) + 1;
@@ -205,6 +266,12 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       events.push({
         at: rand() * feedMs,
         run: async () => {
+          if (multi) {
+            const nodeId = 1 + (b % multi.nodes.length);
+            log(`broker restart ${b + 1}: node ${nodeId}`);
+            await multi.restart(nodeId);
+            return;
+          }
           if (!cluster) throw new Error('broker restarts need the local cluster (no --bootstrap, or give its --cluster-dir)');
           log(`broker restart ${b + 1}`);
           cluster = await restartBroker(cluster, 'SIGKILL');
@@ -222,6 +289,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
           const overlapMs = 500 + Math.floor(rand() * 2500);
           log(`overlapping restart ${r + 1}: new ${id} started, old one stopped ${overlapMs} ms later`);
           await sleep(overlapMs);
+          harnessStopped.add(old);
           await old.stop();
           live.set(id, replacement);
         },
@@ -242,10 +310,13 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
           } else {
             // Both wait out the dead member, then start together: the race between two fresh producers.
             log(`duplicate instance ${d + 1}: ${id} SIGKILLed, two processes started in its place`);
+            harnessStopped.add(victim);
             victim.kill('SIGKILL');
             await victim.exit();
             pair = [spawnWorker(id), spawnWorker(id)];
           }
+          // One of the two is meant to step back on its own.
+          for (const member of pair) harnessStopped.add(member);
           const [a, b] = pair as [WorkerProcess, WorkerProcess];
           const first = await Promise.race([a.exit().then(() => a), b.exit().then(() => b), sleep(90_000).then(() => undefined)]);
           if (first) {
@@ -255,6 +326,53 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
             log(`duplicate instance ${d + 1}: both ${id} processes still run after 90 s`);
             live.set(id, b);
           }
+        },
+      });
+    }
+    const brokerKillTargets: { target: BrokerKillTarget; nodeId: number }[] = [];
+    for (let b = 0; b < (opts.brokerKills ?? 0); b++) {
+      events.push({
+        at: rand() * feedMs,
+        run: async () => {
+          const cluster3 = multi!;
+          const target = BROKER_KILL_TARGETS[b % BROKER_KILL_TARGETS.length]!;
+          let nodeId: number;
+          let what: string;
+          if (target === 'transaction-coordinator') {
+            const id = drawLive()?.[0] ?? 'r0';
+            nodeId = await cluster3.transactionCoordinator(`${appId}-${id}`);
+            what = `the transaction coordinator of ${id}`;
+          } else if (target === 'group-coordinator') {
+            nodeId = await cluster3.groupCoordinator(appId);
+            what = `the coordinator of group ${appId}`;
+          } else {
+            const leaders = [...(await cluster3.partitionLeaders(output))];
+            const [partition, leader] = leaders[Math.floor(rand() * leaders.length)] ?? [0, 1];
+            nodeId = leader;
+            what = `the leader of ${output}/${partition}`;
+          }
+          brokerKillTargets.push({ target, nodeId });
+          const t = Date.now();
+          await cluster3.restart(nodeId);
+          log(`broker kill ${b + 1}/${opts.brokerKills}: kill -9 node ${nodeId} (${what}), answering again after ${Date.now() - t} ms`);
+        },
+      });
+    }
+    let stallsBeyondSessionTimeout = 0;
+    for (let st = 0; st < (opts.stalls ?? 0); st++) {
+      events.push({
+        at: rand() * feedMs,
+        run: async () => {
+          const drawn = drawLive();
+          if (!drawn) return;
+          const [id] = drawn;
+          const clientId = `${appId}-${id}`;
+          // Every other stall outlasts the session timeout: the group moves the worker's partitions while it still holds an open transaction.
+          const long = st % 2 === 1;
+          const ms = long ? SESSION_TIMEOUT_MS + 2_000 + Math.floor(rand() * 3_000) : 2_000 + Math.floor(rand() * 4_000);
+          if (long) stallsBeyondSessionTimeout++;
+          const connections = multi!.proxies.reduce((n, proxy) => n + proxy.stall(ms, (c) => c.clientId === clientId), 0);
+          log(`stall ${st + 1}/${opts.stalls}: ${connections} connection(s) of ${id} forward nothing for ${ms} ms${long ? ' (beyond the session timeout)' : ''}`);
         },
       });
     }
@@ -274,6 +392,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
         run: async () => {
           const [id, w] = [...live.entries()][0]!;
           log(`scale down: SIGTERM ${id}`);
+          harnessStopped.add(w);
           live.delete(id);
           await w.stop();
         },
@@ -288,7 +407,15 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     }
     await feeding;
     log('input complete; waiting for the group to catch up');
-    await waitCaughtUp({ bootstrap, groupId: appId, plainTopics: [input], transactionalTopics: repartitionTopics, timeoutMs: 300_000, stableMs: 4_000 });
+    // A stall still running would hold a worker's offsets back: caught up is asked once every stall has ended.
+    await sleep(Math.max(0, ...(multi?.proxies ?? []).map((p) => p.stalledUntil - Date.now())));
+    try {
+      await waitCaughtUp({ bootstrap, groupId: appId, plainTopics: [input], transactionalTopics: repartitionTopics, timeoutMs: 300_000, stableMs: 4_000 });
+    } catch (e) {
+      // A worker that stopped making progress is the finding: its last lines say where it stopped.
+      for (const [id, w] of live) log(`${id} (pid ${w.pid}, ${w.alive ? 'alive' : 'exited'}), last stderr:\n  ${w.stderr.slice(-20).join('\n  ')}`);
+      throw e;
+    }
     const report = await verify({
       bootstrap,
       inputTopic: input,
@@ -299,6 +426,15 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       countUncommitted: true,
     });
     const poisonInjected = opts.poison ?? 0;
+    const committedOutput = await readTopic(bootstrap, output, { isolation: 'read_committed' });
+    await liveReader.stop();
+    const shown = liveReader.compare(committedOutput);
+    const liveOk = shown.duplicates === 0 && shown.outOfOrder === 0 && shown.aborted === 0 && shown.skipped === 0;
+    log(`read_committed reader during the run: ${shown.records} records, ${shown.duplicates} duplicates, ${shown.outOfOrder} out of order, ${shown.aborted} aborted, ${shown.skipped} skipped`);
+    const endMarkerMs = (await endMarkerVisibleMs(bootstrap, output, { timeoutMs: 60_000 })) ?? null;
+    log(endMarkerMs === null ? 'end markers NOT readable read_committed within 60 s: a transaction was left open' : `end markers readable read_committed after ${endMarkerMs} ms`);
+    finishing = true;
+    const { examples: liveReaderExamples, ...liveReaderCounts } = shown;
     const result: ChaosResult = {
       records: report.inputRecords,
       replicas: opts.replicas,
@@ -321,14 +457,26 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       cacheMaxRecords: opts.cacheMaxRecords ?? 0,
       stateStore: opts.stateStore ?? 'memory',
       abortedSeenByReadUncommitted: report.abortedSeenByReadUncommitted ?? 0,
+      brokers: brokerCount,
+      brokerKills: opts.brokerKills ?? 0,
+      brokerKillTargets,
+      stalls: opts.stalls ?? 0,
+      stallsBeyondSessionTimeout,
+      workerExits,
+      liveReader: liveReaderCounts,
+      endMarkerMs,
       durationMs: Date.now() - started,
-      ok: report.ok && report.dlqRecords === poisonInjected,
+      ok: report.ok && report.dlqRecords === poisonInjected && liveOk && endMarkerMs !== null,
       verify: report,
+      liveReaderExamples,
     };
     return result;
   } finally {
+    finishing = true;
+    await liveReader?.stop().catch(() => undefined);
     await Promise.all(workers.map((w) => w.stop(10_000)));
-    if (ownCluster && cluster) await stopLocalCluster(cluster.dir);
+    if (ownMulti && multi) await multi.stop();
+    else if (ownCluster && cluster) await stopLocalCluster(cluster.dir);
   }
 }
 
