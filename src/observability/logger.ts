@@ -167,6 +167,9 @@ export function attachLogging(worker: ObservedWorker, root: Logger, options: Log
       case 'fenced':
         log.warn({ event: e.type, reason: e.reason }, 'producer fenced');
         break;
+      case 'seek-failed':
+        log.warn({ event: e.type, partition: e.partition, reason: e.reason }, 'seek to the committed offset failed: the partition waits');
+        break;
       case 'dead-lettered': {
         log.debug({ event: e.type, stage: e.stage, code: e.code, topic: e.topic, partition: e.partition, offset: e.offset }, 'record dead-lettered');
         const key = `${e.stage}/${e.code}`;

@@ -105,8 +105,11 @@ export class TransactionDriver {
       try {
         await seek(consumer, this.progress.rewindTarget(key), 10_000);
         this.progress.settled(key);
-      } catch {
-        // Retried before the next fetch; until then none of its records is processed.
+      } catch (e) {
+        // Retried before the next fetch; until then none of its records is processed. Reported, since a
+        // partition whose seek keeps failing makes no progress while the worker otherwise looks alive.
+        const { topic, partition } = parsePartitionKey(key);
+        this.context.emit({ type: 'seek-failed', partition: `${topic}-${partition}`, reason: describeKafkaError(e) });
       }
     }
   }

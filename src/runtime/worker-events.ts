@@ -29,6 +29,8 @@ export type WorkerEvent =
   | { type: 'committed'; records: number; ms: number }
   | { type: 'aborted'; reason: string }
   | { type: 'fenced'; reason: string }
+  /** A partition could not be sought back to its committed offset: none of its records is processed until a retry succeeds. */
+  | { type: 'seek-failed'; partition: string; reason: string }
   | { type: 'dead-lettered'; stage: string; code: string; topic: string; partition: number; offset: number }
   /** A windowed aggregate dropped the record: stream time is `lateByMs` past the grace period of its last window. */
   | { type: 'late-record'; stage: string; store: string; lateByMs: number; topic: string; partition: number; offset: number }

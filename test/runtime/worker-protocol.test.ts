@@ -270,6 +270,11 @@ test('a seek that fails leaves its partition unsettled and is retried before the
     await until('committed', () => h.cluster.committed.get('in-0') === 3);
     const seeks = h.cluster.calls.filter((c) => c.startsWith('consumer.seek in-0'));
     assert.ok(seeks.length >= 2, `the failed seek was retried (${seeks.join(', ')})`);
+    assert.deepEqual(
+      h.events.filter((e) => e.type === 'seek-failed').map((e) => (e.type === 'seek-failed' ? e.partition : '')),
+      ['in-0'],
+      'the failed seek was reported, naming its partition',
+    );
     assertExactlyOnce(h.cluster, ['a', 'b', 'c']);
   } finally {
     await h.worker.stop();
