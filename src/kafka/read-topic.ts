@@ -3,15 +3,34 @@ import type { IncomingRecord } from '../core/records.ts';
 import { isRecordBatch, unpackRecordBatch } from '../core/record-batch.ts';
 import type { Message } from '@confluentinc/kafka-javascript';
 import { connectConsumer, consumeBatch, disconnect, headerPairs, watermarks } from './clients.ts';
-import { partitionCounts, withAdmin, type ClientOptions } from './admin.ts';
+import { partitionCounts, TopicError, withAdmin, type ClientOptions } from './admin.ts';
 
 export type IsolationLevel = 'read_committed' | 'read_uncommitted';
 
 export interface ReadTopicOptions {
   readonly isolation?: IsolationLevel;
+  /** How long a topic the metadata does not show is asked for again before TOPIC_MISSING (default 0). */
+  readonly missingTopicGraceMs?: number;
   /** Give up waiting for the end after this long without a new record. */
   readonly idleMs?: number;
   readonly clientOptions?: ClientOptions;
+}
+
+/**
+ * A topic's partition count. A broker restarted a moment ago may answer metadata without a topic until
+ * it has caught up with the controller: with `missingTopicGraceMs`, a missing topic is asked again for
+ * that long before it is believed (readers that know the topic exists, as the chaos harness's).
+ */
+export async function partitionsOf(bootstrap: string, topic: string, clientOptions: ClientOptions | undefined, missingTopicGraceMs = 0): Promise<number> {
+  const deadline = Date.now() + missingTopicGraceMs;
+  for (;;) {
+    try {
+      return (await withAdmin(bootstrap, (admin) => partitionCounts(admin, [topic]), clientOptions)).get(topic) ?? 0;
+    } catch (e) {
+      if (!(e instanceof TopicError) || e.code !== 'TOPIC_MISSING' || Date.now() > deadline) throw e;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
 }
 
 /** A message as the records it holds: one, or a repartition topic's batch (core/record-batch.ts) unpacked. */
@@ -51,8 +70,7 @@ function readerConfig(bootstrap: string, isolation: IsolationLevel, clientOption
  * decided by partition EOF, not by reaching high - 1.
  */
 export async function readTopic(bootstrap: string, topic: string, opts: ReadTopicOptions = {}): Promise<IncomingRecord[]> {
-  const counts = await withAdmin(bootstrap, (admin) => partitionCounts(admin, [topic]), opts.clientOptions);
-  const partitions = counts.get(topic) ?? 0;
+  const partitions = await partitionsOf(bootstrap, topic, opts.clientOptions, opts.missingTopicGraceMs);
   const consumer = await connectConsumer(readerConfig(bootstrap, opts.isolation ?? 'read_committed', opts.clientOptions));
   const out: IncomingRecord[] = [];
   try {
@@ -82,6 +100,8 @@ export interface FollowTopicOptions {
   readonly fromBeginning: boolean;
   readonly isolation: IsolationLevel;
   readonly clientOptions?: ClientOptions;
+  /** How long a topic the metadata does not show is asked for again before TOPIC_MISSING (default 0). */
+  readonly missingTopicGraceMs?: number;
   /** Ends the stream (after the batch in hand). */
   readonly signal?: AbortSignal;
 }
@@ -92,11 +112,11 @@ const OFFSET_END = -1;
 
 /** Every partition of a topic, record by record as they arrive, until the signal aborts or the caller stops iterating. */
 export async function* followTopic(bootstrap: string, topic: string, opts: FollowTopicOptions): AsyncGenerator<IncomingRecord> {
-  const counts = await withAdmin(bootstrap, (admin) => partitionCounts(admin, [topic]), opts.clientOptions);
+  const partitions = await partitionsOf(bootstrap, topic, opts.clientOptions, opts.missingTopicGraceMs);
   const consumer = await connectConsumer({ ...readerConfig(bootstrap, opts.isolation, opts.clientOptions), 'enable.partition.eof': false, 'fetch.wait.max.ms': 100 });
   try {
     const start = opts.fromBeginning ? OFFSET_BEGINNING : OFFSET_END;
-    consumer.assign(Array.from({ length: counts.get(topic) ?? 0 }, (_, partition) => ({ topic, partition, offset: start })));
+    consumer.assign(Array.from({ length: partitions }, (_, partition) => ({ topic, partition, offset: start })));
     while (!opts.signal?.aborted) {
       for (const m of await consumeBatch(consumer, 500)) yield* incomingRecords(m);
     }

@@ -426,7 +426,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       countUncommitted: true,
     });
     const poisonInjected = opts.poison ?? 0;
-    const committedOutput = await readTopic(bootstrap, output, { isolation: 'read_committed' });
+    const committedOutput = await readTopic(bootstrap, output, { isolation: 'read_committed', missingTopicGraceMs: 30_000 });
     await liveReader.stop();
     const shown = liveReader.compare(committedOutput);
     const liveOk = shown.duplicates === 0 && shown.outOfOrder === 0 && shown.aborted === 0 && shown.skipped === 0;

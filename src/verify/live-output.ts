@@ -1,8 +1,11 @@
 import type { IncomingRecord } from '../core/records.ts';
-import { partitionCounts, withAdmin, type ClientOptions } from '../kafka/admin.ts';
+import type { ClientOptions } from '../kafka/admin.ts';
 import { beginTransaction, commitTransaction, connectProducer, disconnect, initTransactions } from '../kafka/clients.ts';
-import { followTopic } from '../kafka/read-topic.ts';
+import { followTopic, partitionsOf } from '../kafka/read-topic.ts';
 import { lineageOf, recordId } from './verify.ts';
+
+/** The output topic exists: a node restarted by the harness may not show it for a few seconds. */
+const RESTARTED_BROKER_GRACE_MS = 30_000;
 
 /**
  * What a downstream read_committed consumer sees while the chaos runs, not only what the topic ends with: the
@@ -36,7 +39,7 @@ export class LiveOutputReader {
 
   private constructor(bootstrap: string, topic: string, clientOptions: ClientOptions) {
     this.done = (async () => {
-      for await (const record of followTopic(bootstrap, topic, { fromBeginning: true, isolation: 'read_committed', signal: this.abort.signal, clientOptions })) {
+      for await (const record of followTopic(bootstrap, topic, { fromBeginning: true, isolation: 'read_committed', signal: this.abort.signal, clientOptions, missingTopicGraceMs: RESTARTED_BROKER_GRACE_MS })) {
         this.seen.push(record);
       }
     })().catch((e: unknown) => {
@@ -126,7 +129,7 @@ export function compareLiveOutput(seen: readonly IncomingRecord[], committed: re
  */
 export async function endMarkerVisibleMs(bootstrap: string, topic: string, opts: { timeoutMs?: number; clientOptions?: ClientOptions } = {}): Promise<number | undefined> {
   const clientOptions = opts.clientOptions ?? {};
-  const partitions = (await withAdmin(bootstrap, (admin) => partitionCounts(admin, [topic]), clientOptions)).get(topic) ?? 0;
+  const partitions = await partitionsOf(bootstrap, topic, clientOptions, RESTARTED_BROKER_GRACE_MS);
   const marker = `onceflow-end-marker-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
   const producer = await connectProducer({ 'bootstrap.servers': bootstrap, 'transactional.id': marker, ...clientOptions });
   try {
@@ -143,7 +146,7 @@ export async function endMarkerVisibleMs(bootstrap: string, topic: string, opts:
   const timer = setTimeout(() => abort.abort(), timeoutMs);
   const found = new Set<number>();
   try {
-    for await (const r of followTopic(bootstrap, topic, { fromBeginning: true, isolation: 'read_committed', signal: abort.signal, clientOptions })) {
+    for await (const r of followTopic(bootstrap, topic, { fromBeginning: true, isolation: 'read_committed', signal: abort.signal, clientOptions, missingTopicGraceMs: RESTARTED_BROKER_GRACE_MS })) {
       if (r.value?.toString() !== marker) continue;
       found.add(r.partition);
       if (found.size === partitions) return Date.now() - committedAt;
