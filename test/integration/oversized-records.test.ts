@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { TopologyBuilder } from '../../src/dsl/builder.ts';
-import { compile } from '../../src/graph/index.ts';
 import { connectProducer, disconnect, flush } from '../../src/kafka/clients.ts';
 import { readTopic } from '../../src/kafka/read-topic.ts';
 import { replayDeadLetters } from '../../src/dlq/dead-letters.ts';
@@ -9,9 +7,9 @@ import { Readiness } from '../../src/observability/health.ts';
 import { Worker } from '../../src/runtime/worker.ts';
 import { runtimeTopology } from '../../src/runtime/worker-topology.ts';
 import { DEAD_LETTER_EXCERPT_BYTES } from '../../src/core/record-size.ts';
-import { stringSerde } from '../../src/serdes/index.ts';
 import { waitCaughtUp } from '../../src/verify/progress.ts';
-import { createTopics, testCluster, uniqueName } from '../support/cluster.ts';
+import { createTopics } from '../support/cluster.ts';
+import { mapValuesApp } from '../support/map-values-app.ts';
 
 const header = (r: { headers: readonly { key: string; value: Buffer }[] }, k: string) => r.headers.find((h) => h.key === k)?.value.toString();
 
@@ -21,18 +19,7 @@ const header = (r: { headers: readonly { key: string; value: Buffer }[] }, k: st
  * both small ones committed around it, with the worker still live.
  */
 async function oversized(prefix: string, bigBytes: number, outputLimit: number): Promise<void> {
-  const { bootstrap } = testCluster();
-  const input = uniqueName(`${prefix}-in`);
-  const output = uniqueName(`${prefix}-out`);
-  const appId = uniqueName(`${prefix}-app`);
-  const app = new TopologyBuilder({ appId });
-  app
-    .stream(input, { key: stringSerde, value: stringSerde })
-    .mapValues((v) => (v ?? '').toUpperCase())
-    .to(output, { key: stringSerde, value: stringSerde });
-  const topology = compile(app);
-  const dlq = topology.topics.find((t) => t.kind === 'dead-letter')?.name;
-  assert.ok(dlq);
+  const { bootstrap, input, output, appId, topology, dlq } = mapValuesApp(prefix, (v) => (v ?? '').toUpperCase());
   await createTopics(bootstrap, [
     { name: input, partitions: 1, config: { 'max.message.bytes': String(bigBytes + 100_000) } },
     { name: output, partitions: 1, config: { 'max.message.bytes': String(outputLimit) } },

@@ -1,31 +1,18 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { TopologyBuilder } from '../../src/dsl/builder.ts';
-import { compile } from '../../src/graph/index.ts';
 import { connectProducer, disconnect, flush } from '../../src/kafka/clients.ts';
 import { readTopic } from '../../src/kafka/read-topic.ts';
 import { Worker } from '../../src/runtime/worker.ts';
 import { kafkaClients } from '../../src/runtime/client-supplier.ts';
 import { runtimeTopology } from '../../src/runtime/worker-topology.ts';
 import { WorkerError } from '../../src/runtime/errors.ts';
-import { stringSerde } from '../../src/serdes/index.ts';
 import { waitCaughtUp } from '../../src/verify/progress.ts';
-import { createTopics, testCluster, uniqueName } from '../support/cluster.ts';
+import { createTopics } from '../support/cluster.ts';
+import { mapValuesApp } from '../support/map-values-app.ts';
 
 /** Inputs a, inflate, b; `inflate` maps to a value of `inflatedBytes`, the others to upper case. */
 async function sizeScenario(prefix: string, inflatedBytes: number, outputConfig?: Record<string, string>) {
-  const { bootstrap } = testCluster();
-  const input = uniqueName(`${prefix}-in`);
-  const output = uniqueName(`${prefix}-out`);
-  const appId = uniqueName(`${prefix}-app`);
-  const app = new TopologyBuilder({ appId });
-  app
-    .stream(input, { key: stringSerde, value: stringSerde })
-    .mapValues((v) => (v === 'inflate' ? 'x'.repeat(inflatedBytes) : (v ?? '').toUpperCase()))
-    .to(output, { key: stringSerde, value: stringSerde });
-  const topology = compile(app);
-  const dlq = topology.topics.find((t) => t.kind === 'dead-letter')?.name;
-  assert.ok(dlq);
+  const { bootstrap, input, output, appId, topology, dlq } = mapValuesApp(prefix, (v) => (v === 'inflate' ? 'x'.repeat(inflatedBytes) : (v ?? '').toUpperCase()));
   await createTopics(bootstrap, [
     { name: input, partitions: 1 },
     { name: output, partitions: 1, ...(outputConfig ? { config: outputConfig } : {}) },
