@@ -17,7 +17,7 @@ export function registerChaos(program: Command): void {
     .option('--stalls <n>', "with --brokers 3: a worker's connections forward nothing for a few seconds (every other stall beyond the session timeout)", intAtLeast(0), 0)
     .option('--overlapping-restarts <n>', 'replace a replica the way rolling updates do: start the new process with its instance id, then SIGTERM the old one 0.5-3 s later', intAtLeast(0), 0)
     .option('--duplicate-instance <n>', 'run two live processes with one instance id (alternately: a second one beside a live replica; two at once in place of a SIGKILLed one)', intAtLeast(0), 0)
-    .option('--scale', 'add a replica and remove one mid-run')
+    .option('--scale [n]', 'add n replicas (default 1) at 30 % of the feed and remove as many at 70 % (--replicas 1 --scale 2: 1 → 3 → 1)', intAtLeast(1))
     .option('--poison <n>', 'malformed records to inject', intAtLeast(0), 0)
     .option('--seed <n>', 'fixes the input and the kill schedule', intAtLeast(0), 42)
     .addOption(new Option('--guarantee <g>', 'processing guarantee').choices(['exactly_once', 'at_least_once']).default('exactly_once'))
@@ -40,7 +40,7 @@ export function registerChaos(program: Command): void {
         stalls: Number(o.stalls),
         overlappingRestarts: Number(o.overlappingRestarts),
         duplicateInstances: Number(o.duplicateInstance),
-        scale: o.scale === true,
+        scale: o.scale === true ? 1 : typeof o.scale === 'number' ? o.scale : 0,
         poison: Number(o.poison),
         seed: Number(o.seed),
         guarantee: o.guarantee as 'exactly_once' | 'at_least_once',

@@ -1,5 +1,7 @@
 import { KafkaJS } from '@confluentinc/kafka-javascript';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { OnceflowError } from '../errors.ts';
+import { ERR } from './clients.ts';
 
 export class TopicError extends OnceflowError {
   constructor(
@@ -73,19 +75,29 @@ export async function pingBroker(bootstrap: string, extra: ClientOptions = {}): 
 }
 
 /**
- * The topic names, asked again on a transport failure or timeout: on a loaded machine the first metadata
- * request of a fresh client can fail although the broker is up, and a CLI should not die of that.
+ * Metadata answers worth asking again: a broker away or slow, or one whose metadata lags the controller.
+ * On a three-node cluster a node restarted or a topic created a moment ago is answered "unknown topic" by
+ * some nodes for a while; on a loaded machine a fresh client's first request can time out although the
+ * broker is up. A CLI or a starting worker should not die of either.
  */
-async function listTopics(admin: AdminClient): Promise<string[]> {
+const METADATA_RETRIABLE = new Set([ERR.ERR__TRANSPORT, ERR.ERR__TIMED_OUT, ERR.ERR_UNKNOWN_TOPIC_OR_PART, ERR.ERR_LEADER_NOT_AVAILABLE, ERR.ERR_NOT_LEADER_FOR_PARTITION]);
+
+async function askAgainWhileRetriable<T>(ask: () => Promise<T>, budgetMs = 30_000): Promise<T> {
+  const deadline = Date.now() + budgetMs;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await admin.listTopics({ timeout: 10_000 });
+      return await ask();
     } catch (e) {
       const code = (e as { code?: unknown }).code;
-      if (attempt >= 3 || (code !== -195 && code !== -185)) throw e; // ERR__TRANSPORT, ERR__TIMED_OUT
-      await new Promise((r) => setTimeout(r, 500 * attempt));
+      const pause = Math.min(2_000, 250 * attempt);
+      if (typeof code !== 'number' || !METADATA_RETRIABLE.has(code) || Date.now() + pause > deadline) throw e;
+      await sleep(pause);
     }
   }
+}
+
+async function listTopics(admin: AdminClient): Promise<string[]> {
+  return askAgainWhileRetriable(() => admin.listTopics({ timeout: 10_000 }));
 }
 
 /** Creates what is missing; topics that already exist are left as they are. */
@@ -138,8 +150,9 @@ export async function requireTopics(admin: AdminClient, needed: Readonly<Partial
 }
 
 /** Partition count of each topic, which must exist (see requireTopics). */
+/** Partition counts of topics known to exist (a lagging node's "unknown topic" is asked again). */
 export async function fetchPartitionCounts(admin: AdminClient, topics: readonly string[]): Promise<Map<string, number>> {
-  const meta = await admin.fetchTopicMetadata({ topics: [...topics] });
+  const meta = await askAgainWhileRetriable(() => admin.fetchTopicMetadata({ topics: [...topics] }));
   return new Map(meta.map((m) => [m.name, m.partitions.length]));
 }
 

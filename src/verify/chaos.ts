@@ -28,7 +28,8 @@ export interface ChaosOptions {
   readonly overlappingRestarts?: number;
   /** Two live processes with one instance id: one must step back, and no record may be lost. */
   readonly duplicateInstances?: number;
-  readonly scale?: boolean;
+  /** Replicas added at 30 % of the feed and removed again at 70 % (0: none): 1 replica with scale 2 runs 1 → 3 → 1. */
+  readonly scale?: number;
   readonly poison?: number;
   readonly seed?: number;
   readonly guarantee?: 'exactly_once' | 'at_least_once';
@@ -80,6 +81,8 @@ export interface ChaosResult {
   /** Of the duplicate-instance processes: how many stopped with DUPLICATE_INSTANCE_ID (one per event is expected). */
   readonly steppedBack: number;
   readonly scaled: boolean;
+  /** The most replicas that ran at once (scaling included). */
+  readonly peakReplicas: number;
   readonly guarantee: string;
   readonly format: 'json' | 'avro';
   readonly pipeline: string;
@@ -189,14 +192,13 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     const spawnWorker = (instance: string, extraEnv: Record<string, string> = {}) => {
       const w = new WorkerProcess(instance, pipeline.file, ['--app-id', appId, '--instance-id', instance, '--guarantee', guarantee], { ...env, ...extraEnv });
       workers.push(w);
-      if (multi) {
-        void w.exit().then(({ code, signal }) => {
-          if (finishing || live.get(instance) !== w || harnessStopped.has(w)) return;
-          workerExits++;
-          log(`${instance} exited on its own (code ${code}, signal ${signal}): ${w.stderr.slice(-3).join(' | ')}; started again`);
-          live.set(instance, spawnWorker(instance));
-        });
-      }
+      // A worker that exits on its own is started again (as a supervisor would) and counted: each is a finding.
+      void w.exit().then(({ code, signal }) => {
+        if (finishing || live.get(instance) !== w || harnessStopped.has(w)) return;
+        workerExits++;
+        log(`${instance} exited on its own (code ${code}, signal ${signal}), started again; its last stderr:\n  ${w.stderr.slice(-12).join('\n  ')}`);
+        live.set(instance, spawnWorker(instance));
+      });
       return w;
     };
     const harnessStopped = new Set<WorkerProcess>();
@@ -377,13 +379,15 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       });
     }
     let scaled = false;
-    if (opts.scale) {
+    let peakReplicas = live.size;
+    for (let step = 0; step < (opts.scale ?? 0); step++) {
       events.push({
         at: feedMs * 0.3,
         run: async () => {
           const id = `r${nextInstance++}`;
           log(`scale up: ${id}`);
           live.set(id, spawnWorker(id));
+          peakReplicas = Math.max(peakReplicas, live.size);
           scaled = true;
         },
       });
@@ -445,6 +449,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       duplicateInstances: opts.duplicateInstances ?? 0,
       steppedBack,
       scaled,
+      peakReplicas,
       guarantee,
       pipeline: pipeline.name,
       format: avro ? 'avro' : 'json',

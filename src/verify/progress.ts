@@ -45,32 +45,37 @@ export async function waitCaughtUp(opts: CaughtUpOptions): Promise<void> {
             await sleep(250);
             continue;
           }
-          const committed = await group.fetch([...partitionsOf.values()].flat()).catch(() => []);
-          const at = new Map<string, number>();
-          for (const o of committed) at.set(`${o.topic}/${o.partition}`, o.offset);
-          let inputDone = true;
           let lagSummary = '';
-          for (const topic of opts.plainTopics) {
-            for (const p of await admin.fetchTopicOffsets(topic)) {
-              const c = at.get(`${topic}/${p.partition}`) ?? -1;
-              const high = Number(p.high);
-              if (high > 0 && c < high) {
-                inputDone = false;
-                lagSummary += ` ${topic}/${p.partition}:${high - Math.max(c, 0)}`;
+          try {
+            const committed = await group.fetch([...partitionsOf.values()].flat()).catch(() => []);
+            const at = new Map<string, number>();
+            for (const o of committed) at.set(`${o.topic}/${o.partition}`, o.offset);
+            let inputDone = true;
+            for (const topic of opts.plainTopics) {
+              for (const p of await admin.fetchTopicOffsets(topic)) {
+                const c = at.get(`${topic}/${p.partition}`) ?? -1;
+                const high = Number(p.high);
+                if (high > 0 && c < high) {
+                  inputDone = false;
+                  lagSummary += ` ${topic}/${p.partition}:${high - Math.max(c, 0)}`;
+                }
               }
             }
-          }
-          const snapshot = JSON.stringify([...at.entries()].sort());
-          if (snapshot !== last) {
-            last = snapshot;
-            stableSince = Date.now();
-          }
-          if (inputDone && Date.now() - stableSince >= stableMs) {
-            const left = await transactionalLeft(admin, opts.bootstrap, opts.transactionalTopics ?? [], at, opts.clientOptions ?? {});
-            if (left === '') return;
-            lagSummary = left;
-            // Something is left downstream: start the stability clock again.
-            stableSince = Date.now();
+            const snapshot = JSON.stringify([...at.entries()].sort());
+            if (snapshot !== last) {
+              last = snapshot;
+              stableSince = Date.now();
+            }
+            if (inputDone && Date.now() - stableSince >= stableMs) {
+              const left = await transactionalLeft(admin, opts.bootstrap, opts.transactionalTopics ?? [], at, opts.clientOptions ?? {});
+              if (left === '') return;
+              lagSummary = left;
+              // Something is left downstream: start the stability clock again.
+              stableSince = Date.now();
+            }
+          } catch (e) {
+            // A node restarted or a coordinator moving answers a request or two with an error: the wait goes on.
+            lagSummary = ` (last answer: ${(e as Error).message})`;
           }
           if (Date.now() > deadline) throw new Error(`group ${opts.groupId} did not catch up in time; lag:${lagSummary || ' (input done, offsets still moving)'}`);
           await sleep(250);
