@@ -59,6 +59,8 @@ export interface ChaosOptions {
   readonly cluster?: BrokerCluster;
   /** kill -9 and restart of a node, chosen in turn: a worker's transaction coordinator, the group coordinator, an output partition's leader. */
   readonly brokerKills?: number;
+  /** What the broker kills aim at, in turn (default: BROKER_KILL_TARGETS). */
+  readonly brokerKillOrder?: readonly BrokerKillTarget[];
   /** Stalls of every connection of one worker at the proxies: alternately shorter and longer than the session timeout. */
   readonly stalls?: number;
 }
@@ -337,7 +339,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
         at: rand() * feedMs,
         run: async () => {
           const cluster3 = multi!;
-          const target = BROKER_KILL_TARGETS[b % BROKER_KILL_TARGETS.length]!;
+          const targets = opts.brokerKillOrder?.length ? opts.brokerKillOrder : BROKER_KILL_TARGETS;
+          const target = targets[b % targets.length]!;
           let nodeId: number;
           let what: string;
           if (target === 'transaction-coordinator') {
