@@ -167,6 +167,9 @@ export function attachLogging(worker: ObservedWorker, root: Logger, options: Log
       case 'fenced':
         log.warn({ event: e.type, reason: e.reason }, 'producer fenced');
         break;
+      case 'producer-retry':
+        log.warn({ event: e.type, call: e.call, attempt: e.attempt, reason: e.reason }, 'the producer retries a call: its coordinator is busy or away');
+        break;
       case 'seek-failed':
         log.warn({ event: e.type, partition: e.partition, reason: e.reason }, 'seek to the committed offset failed: the partition waits');
         break;

@@ -31,6 +31,8 @@ export type WorkerEvent =
   | { type: 'fenced'; reason: string }
   /** A partition could not be sought back to its committed offset: none of its records is processed until a retry succeeds. */
   | { type: 'seek-failed'; partition: string; reason: string }
+  /** The producer retries a call (initTransactions, commitTransaction) whose coordinator is busy or away. */
+  | { type: 'producer-retry'; call: string; attempt: number; reason: string }
   | { type: 'dead-lettered'; stage: string; code: string; topic: string; partition: number; offset: number }
   /** A windowed aggregate dropped the record: stream time is `lateByMs` past the grace period of its last window. */
   | { type: 'late-record'; stage: string; store: string; lateByMs: number; topic: string; partition: number; offset: number }

@@ -123,6 +123,7 @@ export class Worker extends EventEmitter {
       clients: this.clients,
       faults: context.faults,
       onTransition,
+      onRetry: (call, attempt, error) => context.emit({ type: 'producer-retry', call, attempt, reason: describeKafkaError(error) }),
     });
     const deadLetterTopics = new Set(topology.topics.filter((t) => t.kind === 'dead-letter').map((t) => t.name));
     this.globalTables = new GlobalTableReader(this.topology.globalTables ?? [], (config) => this.clients.consumer(config));

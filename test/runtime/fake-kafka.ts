@@ -19,6 +19,8 @@ export const errors = {
   abortable: () => kafkaError(ERR.ERR_INVALID_TXN_STATE ?? -1, 'transaction requires abort', { abortable: true }),
   fenced: () => kafkaError(ERR.ERR__FENCED ?? -144, 'producer fenced by a newer instance', { fatal: true }),
   tooLarge: () => kafkaError(ERR.ERR_MSG_SIZE_TOO_LARGE ?? 10, 'Broker: Message size too large: ProduceRequest for out [0] with 1 message(s) failed', { abortable: true }),
+  /** The coordinator is busy (a previous transaction still completing): the same call is worth repeating. */
+  busy: () => kafkaError(ERR.ERR_CONCURRENT_TRANSACTIONS ?? 51, 'Broker: Producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing', { retriable: true }),
   /** No flag and no known code: the outcome of the call is unknown. */
   unknown: () => kafkaError(ERR.ERR__TRANSPORT ?? -195, 'broker transport failure'),
 };

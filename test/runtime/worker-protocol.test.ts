@@ -127,6 +127,24 @@ test('a fenced producer is replaced, nothing of its transaction is committed, an
   }
 });
 
+test('a commit the coordinator answers "busy" is retried with the same producer, said as a producer-retry event, and lands once', async () => {
+  const h = await startWorker();
+  try {
+    h.cluster.failNext('commitTransaction', errors.busy());
+    h.cluster.append('in', 0, ['a', 'b', 'c']);
+    await until('first commit', () => h.worker.stats.transactionsCommitted === 1);
+    assert.deepEqual(
+      h.events.filter((e) => e.type === 'producer-retry').map((e) => e.type === 'producer-retry' && [e.call, e.attempt]),
+      [['commitTransaction', 1]],
+    );
+    assert.equal(h.cluster.producers.length, 1, 'no new producer');
+    assert.equal(h.cluster.calls.filter((c) => c === 'producer0.commitTransaction').length, 2);
+    assertExactlyOnce(h.cluster, ['a', 'b', 'c']);
+  } finally {
+    await h.worker.stop();
+  }
+});
+
 test('a commit whose answer is lost is read back: when it landed nothing is processed again', async () => {
   const h = await startWorker();
   try {

@@ -27,6 +27,7 @@ export class ExactlyOnceOutput extends TransactionalOutput {
         }
         // CONCURRENT_TRANSACTIONS right after a restart: the coordinator is still aborting the crashed incarnation's transaction.
         if (classifyTxnError(e) === 'retriable' && attempt < 20) {
+          this.options.onRetry?.('initTransactions', attempt, e);
           await sleep(Math.min(2000, 100 * attempt));
           continue;
         }
@@ -69,6 +70,7 @@ export class ExactlyOnceOutput extends TransactionalOutput {
         return;
       } catch (e) {
         if (classifyTxnError(e) !== 'retriable' || attempt >= 5) throw e;
+        this.options.onRetry?.('commitTransaction', attempt, e);
         await sleep(100 * attempt);
       }
     }

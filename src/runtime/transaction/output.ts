@@ -19,6 +19,8 @@ export interface OutputOptions {
   readonly clients: ClientSupplier;
   readonly faults: FaultHook;
   readonly onTransition?: TransitionHook;
+  /** A call the producer keeps retrying (its coordinator busy or away): said each time, so a long wait is never silent. */
+  readonly onRetry?: (call: string, attempt: number, error: unknown) => void;
 }
 
 /** What the worker does after a failed call, decided here from the error. */
