@@ -105,5 +105,8 @@ export async function stepBackIfNamesakeLive(opts: InstanceGuardOptions, cause: 
 
 /** The third line: fencings too frequent to be anything but a namesake, even one the group does not show. */
 export function tooManyFencings(opts: InstanceGuardOptions, fencings: number, cause: unknown): WorkerError {
-  return duplicateInstance(opts, [], `this worker was fenced ${fencings} times within a minute`, cause);
+  // The last error is named: librdkafka reports some failures after a partition leader or coordinator moved as a
+  // bare "Fatal error" too, which this rule cannot tell from a fencing (a supervisor's restart then recovers).
+  const last = cause instanceof Error ? cause.message : String(cause);
+  return duplicateInstance(opts, [], `this worker's producer was fenced or failed fatally ${fencings} times within a minute (the last time: ${last})`, cause);
 }

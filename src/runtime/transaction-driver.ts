@@ -46,6 +46,18 @@ export class TransactionDriver {
     return this.output.open && (Date.now() - this.openedAt >= config.commitIntervalMs || this.records >= config.maxRecordsPerTransaction);
   }
 
+  /**
+   * Commit before the batch is through: the open transaction, with `unrecorded` records not yet passed to
+   * `processed`, holds maxRecordsPerTransaction records or has run for half the transaction timeout. A
+   * fetched batch is counted in messages, and a repartition topic's message carries hundreds of records
+   * (core/record-batch.ts): a backlog of them, processed whole, outlived the timeout, the coordinator
+   * aborted and fenced it, and the same batch failed the same way on every retry.
+   */
+  mustCommit(unrecorded: number): boolean {
+    const { config } = this.context;
+    return this.output.open && (this.records + unrecorded >= config.maxRecordsPerTransaction || Date.now() - this.openedAt >= config.transactionTimeoutMs / 2);
+  }
+
   async ensureOpen(): Promise<void> {
     if (this.output.open) return;
     await this.output.begin();

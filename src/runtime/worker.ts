@@ -430,21 +430,32 @@ export class Worker extends EventEmitter {
       if (!task || !this.progress.mayProcess(run.key)) continue;
       if (!this.transaction.open) await this.transaction.ensureOpen();
       const messages = run.messages;
-      let records = to - from;
+      let records = 0;
       for (let i = from; i < to; i++) {
         const message = messages[i]!;
         const batched = this.collector.batched(message);
         if (batched === undefined) {
+          records++;
           const record = this.collector.incoming(message);
           const result = task.process(record, this.collector.sinkFor(record));
           if (result) await result;
-          continue;
+        } else {
+          // A batch is one offset: all of its records are processed in this transaction, or none.
+          records += batched.length;
+          for (const record of batched) {
+            const result = task.process(record, this.collector.sinkFor(record));
+            if (result) await result;
+          }
         }
-        // A batch is one offset: all of its records are processed in this transaction, or none.
-        records += batched.length - 1;
-        for (const record of batched) {
-          const result = task.process(record, this.collector.sinkFor(record));
-          if (result) await result;
+        if (i + 1 < to && this.transaction.mustCommit(records)) {
+          this.transaction.processed(run, message.offset, records);
+          this.collector.consumed(run.topic, records);
+          records = 0;
+          const epoch = this.progress.epoch;
+          await this.transaction.commit();
+          // A failed commit rewound the partitions: the rest of the batch is fetched again from the committed offsets.
+          if (this.progress.epoch !== epoch || !this.lifecycle.is(...LOOPING)) return;
+          await this.transaction.ensureOpen();
         }
       }
       // Once per slice: a failure inside it aborts the transaction, and these offsets with it.

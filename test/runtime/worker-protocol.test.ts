@@ -80,7 +80,8 @@ function assertExactlyOnce(cluster: FakeCluster, inputs: readonly string[]): voi
 }
 
 test('an abortable error aborts, rolls the stores back and seeks every owned partition to its committed offset; the output stays exactly once', async () => {
-  const h = await startWorker();
+  // The replay commits after 3 records, mid-batch: the last record goes in the next transaction, on the interval.
+  const h = await startWorker({ commitIntervalMs: 300 });
   try {
     h.cluster.append('in', 0, ['a', 'b', 'c']);
     await until('first commit', () => h.worker.stats.transactionsCommitted === 1);
@@ -140,6 +141,19 @@ test('a commit the coordinator answers "busy" is retried with the same producer,
     assert.equal(h.cluster.producers.length, 1, 'no new producer');
     assert.equal(h.cluster.calls.filter((c) => c === 'producer0.commitTransaction').length, 2);
     assertExactlyOnce(h.cluster, ['a', 'b', 'c']);
+  } finally {
+    await h.worker.stop();
+  }
+});
+
+test('a fetched batch holding more records than maxRecordsPerTransaction commits mid-batch, not in one transaction that could outlive its timeout', async () => {
+  const h = await startWorker({ commitIntervalMs: 300 });
+  try {
+    h.cluster.append('in', 0, ['a', 'b', 'c', 'd', 'e', 'f', 'g']);
+    await until('everything committed', () => h.cluster.committed.get('in-0') === 7);
+    const committed = h.events.flatMap((e) => (e.type === 'committed' ? [e.records] : []));
+    assert.deepEqual(committed, [3, 3, 1], 'three transactions of at most 3 records each');
+    assertExactlyOnce(h.cluster, ['a', 'b', 'c', 'd', 'e', 'f', 'g']);
   } finally {
     await h.worker.stop();
   }
