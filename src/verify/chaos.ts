@@ -377,7 +377,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
           const ms = long ? SESSION_TIMEOUT_MS + 2_000 + Math.floor(rand() * 3_000) : 2_000 + Math.floor(rand() * 4_000);
           if (long) stallsBeyondSessionTimeout++;
           const connections = multi!.proxies.reduce((n, proxy) => n + proxy.stall(ms, (c) => c.clientId === clientId), 0);
-          log(`stall ${st + 1}/${opts.stalls}: ${connections} connection(s) of ${id} forward nothing for ${ms} ms${long ? ' (beyond the session timeout)' : ''}`);
+          log(`stall ${st + 1}/${opts.stalls}: the connections of ${id} (${connections} open now, and any it opens meanwhile) forward nothing for ${ms} ms${long ? ' (beyond the session timeout)' : ''}`);
         },
       });
     }
