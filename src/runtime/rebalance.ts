@@ -87,6 +87,9 @@ export class RebalanceHandler {
         assignmentChanges(consumer).remove(event.partitions);
         this.context.emit({ type: 'revoked', partitions: names, lost: event.lost });
       } else {
+        // Restoring a new task's stores can take seconds: an open transaction would run on into the broker's
+        // timeout meanwhile (and be fenced), so what it holds commits first.
+        if (this.transaction.open) await this.transaction.commit();
         const streamTimes = await this.loadCommitted(event.partitions);
         const fresh = this.tasks.addSources(event.partitions, streamTimes);
         await this.tasks.restore(fresh, (topic, partition) => this.progress.committed.get(partitionKey(topic, partition)));

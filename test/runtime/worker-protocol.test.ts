@@ -199,6 +199,28 @@ test('a revoke during an open transaction commits it before the partition is han
   }
 });
 
+test('an assignment during an open transaction commits it before the new task restores its stores', async () => {
+  const h = await startWorker({ maxRecordsPerTransaction: 1_000 });
+  try {
+    h.consumer.rebalance('revoke', [{ topic: 'in', partition: 1 }]);
+    await until('revoked', () => h.events.some((e) => e.type === 'revoked'));
+    h.cluster.append('in', 0, ['a', 'b']);
+    await until('processed', () => h.topology.tasks.some((t) => t.processed.length === 2));
+    assert.equal(h.cluster.committed.size, 0, 'the transaction is still open');
+    const before = h.cluster.calls.length;
+    h.consumer.rebalance('assign', [{ topic: 'in', partition: 1 }]);
+    await until('assigned again', () => h.events.filter((e) => e.type === 'assigned').length === 2);
+    const calls = h.cluster.calls.slice(before);
+    const committed = calls.indexOf('producer0.commitTransaction');
+    const assigned = calls.findIndex((c) => c.startsWith('consumer.incrementalAssign'));
+    assert.ok(committed >= 0 && committed < assigned, `commit (${committed}) before the assignment (${assigned}): ${calls.join(', ')}`);
+    assert.equal(h.cluster.committed.get('in-0'), 2);
+    assertExactlyOnce(h.cluster, ['a', 'b']);
+  } finally {
+    await h.worker.stop();
+  }
+});
+
 test('lost partitions abort the open transaction instead of committing it, before they are handed back', async () => {
   const h = await startWorker({ maxRecordsPerTransaction: 1_000 });
   try {
