@@ -437,7 +437,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     await liveReader.stop();
     const shown = liveReader.compare(committedOutput);
     const liveOk = shown.duplicates === 0 && shown.outOfOrder === 0 && shown.aborted === 0 && shown.skipped === 0;
-    log(`read_committed reader during the run: ${shown.records} records, ${shown.duplicates} duplicates, ${shown.outOfOrder} out of order, ${shown.aborted} aborted, ${shown.skipped} skipped`);
+    log(`read_committed reader during the run: ${shown.records} records, ${shown.duplicates} duplicates, ${shown.outOfOrder} out of order, ${shown.aborted} aborted, ${shown.skipped} skipped; ${shown.notReached} committed records past where it had read when it stopped`);
     const endMarkerMs = (await endMarkerVisibleMs(bootstrap, output, { timeoutMs: 60_000 })) ?? null;
     log(endMarkerMs === null ? 'end markers NOT readable read_committed within 60 s: a transaction was left open' : `end markers readable read_committed after ${endMarkerMs} ms`);
     finishing = true;

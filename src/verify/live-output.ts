@@ -26,6 +26,8 @@ export interface LiveOutputReport {
   readonly aborted: number;
   /** Committed records before the reader's last position in their partition that it was never given. */
   readonly skipped: number;
+  /** Committed records after the reader's last position in their partition, when it stopped: how far behind it was (not a fault). */
+  readonly notReached: number;
   readonly examples: readonly string[];
 }
 
@@ -111,14 +113,16 @@ export function compareLiveOutput(seen: readonly IncomingRecord[], committed: re
     }
     const given = new Set(seen.map(recordId));
     let skipped = 0;
+    let notReached = 0;
     for (const r of committed) {
       const reached = lastOffset.get(r.partition);
-      if (reached !== undefined && r.offset < reached && !given.has(recordId(r))) {
+      if (reached === undefined || r.offset > reached) notReached++;
+      else if (r.offset < reached && !given.has(recordId(r))) {
         skipped++;
         note(`${recordId(r)} is committed but the reader went past it`);
       }
     }
-    return { records: seen.length, duplicates, outOfOrder, aborted, skipped, examples };
+    return { records: seen.length, duplicates, outOfOrder, aborted, skipped, notReached, examples };
 }
 
 /**

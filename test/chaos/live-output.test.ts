@@ -9,7 +9,7 @@ const committed = [out(0, 0, 'in/0/0#0'), out(0, 1, 'in/0/0#1'), out(0, 3, 'in/0
 
 test('a reader given exactly the committed records, in log order, is clean', () => {
   const report = compareLiveOutput(committed, committed);
-  assert.deepEqual({ ...report, examples: undefined }, { records: 4, duplicates: 0, outOfOrder: 0, aborted: 0, skipped: 0, examples: undefined });
+  assert.deepEqual({ ...report, examples: undefined }, { records: 4, duplicates: 0, outOfOrder: 0, aborted: 0, skipped: 0, notReached: 0, examples: undefined });
 });
 
 test('an aborted record, a duplicate lineage, a skipped record and a sibling out of order are each counted', () => {
@@ -26,4 +26,9 @@ test('an aborted record, a duplicate lineage, a skipped record and a sibling out
   assert.equal(report.skipped, 1);
   const reordered = compareLiveOutput([committed[1]!, committed[0]!], committed);
   assert.equal(reordered.outOfOrder, 2, 'an offset going back and a sibling given before its predecessor');
+});
+
+test('committed records past where the reader stopped count as not reached, not as skipped', () => {
+  const report = compareLiveOutput([committed[0]!], committed);
+  assert.deepEqual({ skipped: report.skipped, notReached: report.notReached }, { skipped: 0, notReached: 3 });
 });
