@@ -8,6 +8,7 @@
  * transaction phase), 5 broker kill -9s, 10 connection stalls, scaling 1 → 3 → 1 (a replica added at 30 %, one
  * removed at 70 % of the feed), 100 poison records. Smaller runs for a try: --records 20000 --feed-ms 60000 ...
  */
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -59,6 +60,8 @@ if (guarantees.length === 0) {
 }
 
 const started = Date.now();
+// Which code ran: the marathon's figures belong to a commit.
+const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: projectRoot(), encoding: 'utf8' }).trim();
 const runs: Record<string, unknown> = {};
 let eosClean = true;
 for (const guarantee of guarantees) {
@@ -70,7 +73,7 @@ for (const guarantee of guarantees) {
   console.error(`marathon ${guarantee}: ${result.duplicates} duplicates, ${result.lost} lost, ${result.aggregateMismatches} aggregate mismatches, ${result.dlqRecords} dead letters of ${result.poisonInjected} poison, end markers ${result.endMarkerMs === null ? 'NOT readable' : `readable after ${result.endMarkerMs} ms`}, ${Math.round(result.durationMs / 1000)} s`);
   if (guarantee === 'exactly_once') eosClean = result.ok;
   // Written after each run: a later run that fails still leaves the earlier one on disk.
-  writeFileSync(values.json!, `${JSON.stringify({ command: `npm run marathon -- ${process.argv.slice(2).join(' ')}`.trim(), startedAt: new Date(started).toISOString(), schedule, runs }, null, 2)}\n`);
+  writeFileSync(values.json!, `${JSON.stringify({ command: `npm run marathon -- ${process.argv.slice(2).join(' ')}`.trim(), startedAt: new Date(started).toISOString(), commit, schedule, runs }, null, 2)}\n`);
 }
 console.log(`marathon: results in ${values.json}`);
 if (!eosClean) process.exitCode = 1;
