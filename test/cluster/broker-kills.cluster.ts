@@ -1,0 +1,19 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { runChaos } from '../../src/verify/chaos.ts';
+import { assertExactlyOnce, base, threeBrokerCluster } from '../support/three-broker-chaos.ts';
+
+/**
+ * Exactly-once across broker failover: a three-node cluster of its own (replication 3,
+ * min ISR 2) with a fault proxy in front of each node. The suite's single broker is not used: the kills must
+ * not disturb every other test's connections. `npm run test:cluster`, not in `npm test`: in one clean-clone run of
+ * the suite a worker stopped making progress after these two kills (the group did not catch up in 300 s; it passed in
+ * every run outside the suite) — open in the production-faults issue. The harness prints a stuck worker's stderr.
+ */
+const cluster = threeBrokerCluster();
+
+test('kill -9 of an output partition leader, then of a worker\'s transaction coordinator, mid-stream: no duplicate, no loss, end marker readable', async () => {
+  const result = await runChaos({ ...base, seed: 23, cluster: cluster(), brokerKills: 2, brokerKillOrder: ['partition-leader', 'transaction-coordinator'] });
+  assert.deepEqual(result.brokerKillTargets.map((k) => k.target).sort(), ['partition-leader', 'transaction-coordinator']);
+  assertExactlyOnce(result);
+});
