@@ -149,8 +149,7 @@ export async function requireTopics(admin: AdminClient, needed: Readonly<Partial
   }
 }
 
-/** Partition count of each topic, which must exist (see requireTopics). */
-/** Partition counts of topics known to exist (a lagging node's "unknown topic" is asked again). */
+/** Partition counts of topics known to exist (see requireTopics) (a lagging node's "unknown topic" is asked again). */
 export async function fetchPartitionCounts(admin: AdminClient, topics: readonly string[]): Promise<Map<string, number>> {
   const meta = await askAgainWhileRetriable(() => admin.fetchTopicMetadata({ topics: [...topics] }));
   return new Map(meta.map((m) => [m.name, m.partitions.length]));
