@@ -9,7 +9,7 @@
  * not in the profile: the process CPU (all threads) is printed beside it.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
@@ -68,15 +68,22 @@ try {
       '--import', 'tsx', 'src/cli/main.ts', 'run', onceflowTopologyFile(pipeline),
       '--app-id', appId, '--instance-id', 'profile', '--guarantee', flags.guarantee!, '--commit-interval-ms', '100', '--no-typecheck', '--events',
     ],
-    { env: { ...process.env, ONCEFLOW_BOOTSTRAP: BOOT, ...topicEnv(pipeline, input, output) }, stdio: ['ignore', 'pipe', 'ignore'] },
+    { env: { ...process.env, ONCEFLOW_BOOTSTRAP: BOOT, ...topicEnv(pipeline, input, output) }, stdio: ['ignore', 'pipe', openSync(join(dir, 'worker.log'), 'w')] },
   );
   // The worker's commit events: how much of the wall time the loop spent committing (waiting on the broker).
   const commits = { count: 0, ms: 0, records: 0 };
   let pending = '';
+  const clientLog = createWriteStream(join(dir, 'worker-stdout.log'));
+  if (!child.stdout) throw new Error('the worker has no stdout pipe');
   child.stdout.on('data', (chunk: Buffer) => {
     const lines = (pending + chunk.toString()).split('\n');
     pending = lines.pop() ?? '';
     for (const line of lines) {
+      // With ONCEFLOW_KAFKA_DEBUG set the client's log objects share stdout: keep them apart for reading.
+      if (!line.startsWith('{"')) {
+        clientLog.write(`${line}\n`);
+        continue;
+      }
       const e = JSON.parse(line) as { type?: string; ms?: number; records?: number };
       if (e.type !== 'committed') continue;
       commits.count++;

@@ -34,10 +34,20 @@ const TOPIC_LEVEL = new Set(['auto.offset.reset', 'request.required.acks', 'acks
 export async function connectProducer(conf: RdConfig): Promise<Producer> {
   const [global, topic] = splitTopicLevel(conf);
   const producer = new RdProducer(global as never, topic as never);
+  forwardDebugLog(producer, global);
   await new Promise<void>((resolve, reject) => producer.connect({}, (err) => (err ? reject(err) : resolve())));
   // Delivery reports and errors are served by librdkafka's poll; without it they pile up.
   producer.setPollInterval(20);
   return producer;
+}
+
+/**
+ * librdkafka's `debug` contexts (e.g. ONCEFLOW_KAFKA_DEBUG=eos,protocol) log through the binding's
+ * event emitter, which nothing reads by default: without this, asking for them prints nothing.
+ */
+function forwardDebugLog(client: Producer | KafkaConsumer, conf: RdConfig): void {
+  if (conf.debug === undefined) return;
+  (client as unknown as { on(event: 'event.log', listener: (entry: { fac?: string; message?: string }) => void): void }).on('event.log', (entry: { fac?: string; message?: string }) => process.stderr.write(`[librdkafka ${new Date().toISOString().slice(11, 23)}] ${entry.fac ?? ''} ${entry.message ?? ''}\n`));
 }
 
 function splitTopicLevel(conf: RdConfig, topicConf: RdConfig = {}): [RdConfig, RdConfig] {
@@ -59,6 +69,7 @@ export const READ_TO_END_CONFIG: Readonly<RdConfig> = {
 export async function connectConsumer(conf: RdConfig, topicConf: RdConfig = {}): Promise<KafkaConsumer> {
   const [global, topic] = splitTopicLevel(conf, topicConf);
   const consumer = new RdConsumer(global as never, topic as never);
+  forwardDebugLog(consumer, global);
   await new Promise<void>((resolve, reject) => consumer.connect({}, (err) => (err ? reject(err) : resolve())));
   return consumer;
 }

@@ -86,7 +86,10 @@ export class Worker extends EventEmitter {
   private running: Promise<void> | undefined;
   private partitionsByTopic = new Map<string, number>();
   private transientFailures = 0;
-  /** The batch fetched while the last commit waited on the broker, and what was processed of it meanwhile (speculation.ts). */
+  /**
+   * The next batch, fetched while the loop processes the current one or waits on a commit, and what
+   * was processed of it while a commit was in flight (speculation.ts).
+   */
   private prefetched: Prefetch | undefined;
   private readonly globalTables: GlobalTableReader;
   /** Reads of the stores' committed state, here or (through the group) on the replica that owns a key. */
@@ -284,6 +287,7 @@ export class Worker extends EventEmitter {
         try {
           batch = prefetched === undefined ? await consumeBatchOrEmpty(consumer, this.config.consumeBatchSize) : await this.keepPrefetched(prefetched);
           if (prefetched !== undefined && batch.length > 0) speculation = this.adoptable(await prefetched.speculation);
+          if (batch.length > 0) this.prefetch(consumer);
         } catch (e) {
           this.emit('event', { type: 'aborted', reason: `consume failed: ${describeKafkaError(e)}` } satisfies WorkerEvent);
           await sleep(100);
@@ -330,16 +334,28 @@ export class Worker extends EventEmitter {
    * the fetch. The batch is only read once the commit is done, so nothing of it joins this transaction.
    */
   private async commitWhileFetching(consumer: KafkaConsumer): Promise<void> {
-    const epoch = this.progress.epoch;
-    const batch = consumeBatchOrEmpty(consumer, this.config.consumeBatchSize);
-    // Read (and its failure handled) by nextBatch, or awaited by close.
-    batch.catch(() => undefined);
+    const { batch, epoch, rebalances } = this.prefetch(consumer);
     let committed = false;
     const committing = this.transaction.commit().finally(() => (committed = true));
-    const speculation = this.speculate(batch, new Speculation(epoch, this.stats.rebalances), () => committed);
+    const speculation = this.speculate(batch, new Speculation(epoch, rebalances), () => committed);
     // A failure while speculating drops the speculation: the batch is then processed as usual, and fails there.
-    this.prefetched = { batch, epoch, speculation: speculation.catch(() => undefined) };
+    this.prefetched = { batch, epoch, rebalances, speculation: speculation.catch(() => undefined) };
     await committing;
+  }
+
+  /**
+   * Starts fetching the next batch unless a fetch is under way: librdkafka's consume call runs off the
+   * main thread, and waiting for it after each batch left the loop idle for a fifth of its time. Not
+   * while a partition is unsettled: its seek, before the next fetch, would drop this batch (rule 1 of
+   * partition-progress.ts), and the loop has no use for records it must read again.
+   */
+  private prefetch(consumer: KafkaConsumer): Prefetch {
+    if (this.prefetched !== undefined) return this.prefetched;
+    const batch = this.progress.unsettled.size > 0 ? Promise.resolve([]) : consumeBatchOrEmpty(consumer, this.config.consumeBatchSize);
+    // Read (and its failure handled) by the loop, or awaited by close.
+    batch.catch(() => undefined);
+    this.prefetched = { batch, epoch: this.progress.epoch, rebalances: this.stats.rebalances, speculation: Promise.resolve(undefined) };
+    return this.prefetched;
   }
 
   /**
@@ -395,8 +411,11 @@ export class Worker extends EventEmitter {
    * every owned partition's position on, each is sought back to its committed offset (rules 1–3 of
    * partition-progress.ts) before the next fetch.
    */
-  private keepPrefetched(prefetched: Prefetch): Promise<Message[]> | Message[] {
+  private async keepPrefetched(prefetched: Prefetch): Promise<Message[]> {
     if (prefetched.epoch === this.progress.epoch) return prefetched.batch;
+    // Unsettling forgets the open transaction's offsets: what it processed commits first, so that the
+    // seek back to the committed offsets does not read those records into it a second time.
+    if (this.transaction.open) await this.transaction.commit();
     this.progress.unsettle(this.tasks.ownedPartitions());
     return [];
   }
@@ -515,6 +534,8 @@ interface Prefetch {
   readonly batch: Promise<Message[]>;
   /** The partition epoch the batch was fetched under. */
   readonly epoch: number;
+  /** Rebalances the worker had handled when the fetch started. */
+  readonly rebalances: number;
   readonly speculation: Promise<Speculation | undefined>;
 }
 

@@ -40,6 +40,8 @@ export interface OutputRecord {
 
 export class FakeCluster {
   readonly calls: string[] = [];
+  /** Consume calls that delivered records: how far ahead of processing the worker fetched. */
+  fetches = 0;
   readonly logs = new Map<string, Message[]>();
   /** The group's committed offsets, by `topic-partition`. */
   readonly committed = new Map<string, number>();
@@ -218,6 +220,7 @@ export class FakeConsumer {
       out.push(...taken);
       this.positions.set(key, position + taken.length);
     }
+    if (out.length > 0) this.cluster.fetches++;
     setTimeout(() => cb(null, out), out.length > 0 ? 0 : 5);
   }
 
@@ -314,7 +317,7 @@ export class CountingTask implements RuntimeTask {
 export class CopyTask implements RuntimeTask {
   readonly changelogs = [];
   readonly stateless = true;
-  readonly processed: { readonly at: string; readonly committedThen: number }[] = [];
+  readonly processed: { readonly at: string; readonly committedThen: number; readonly fetchesThen: number }[] = [];
 
   constructor(private readonly cluster: FakeCluster) {}
 
@@ -322,7 +325,7 @@ export class CopyTask implements RuntimeTask {
 
   process(record: IncomingRecord, collector: RecordCollector): void {
     const at = `${record.topic}-${record.partition}`;
-    this.processed.push({ at: `${at}@${record.offset}`, committedThen: this.cluster.committed.get(at) ?? -1 });
+    this.processed.push({ at: `${at}@${record.offset}`, committedThen: this.cluster.committed.get(at) ?? -1, fetchesThen: this.cluster.fetches });
     collector.send({ topic: 'out', key: record.key, value: Buffer.from(`${record.key?.toString() ?? ''}:1`) });
   }
 

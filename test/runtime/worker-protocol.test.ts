@@ -361,6 +361,22 @@ test('records of stateless tasks fetched while a commit is in flight are process
   }
 });
 
+test('the next batch is fetched while the current one is processed, and every record still goes through once, in order', async () => {
+  const h = await startWorkerWith(copyTopology, { consumeBatchSize: 2, maxRecordsPerTransaction: 100 });
+  try {
+    h.cluster.append('in', 0, ['a', 'b', 'c', 'd', 'e', 'f']);
+    await until('every record processed', () => h.topology.tasks.flatMap((t) => t.processed).length >= 6);
+    const processed = h.topology.tasks.flatMap((t) => t.processed);
+    assert.deepEqual(processed.map((p) => p.at), ['in-0@0', 'in-0@1', 'in-0@2', 'in-0@3', 'in-0@4', 'in-0@5']);
+    // Without the prefetch the first batch's records would run with one fetch made, the second's with two.
+    assert.deepEqual(processed.map((p) => p.fetchesThen), [2, 2, 3, 3, 3, 3], 'each batch ran with the next one already fetched');
+    await h.worker.stop();
+    assertExactlyOnce(h.cluster, ['a', 'b', 'c', 'd', 'e', 'f']);
+  } finally {
+    await h.worker.stop();
+  }
+});
+
 test('when the commit a speculation overlapped fails, what it processed is dropped and processed again after the rewind: nothing twice', async () => {
   const h = await startWorkerWith(copyTopology, { consumeBatchSize: 3 });
   h.cluster.commitDelayMs = 40;
