@@ -170,6 +170,9 @@ export function attachLogging(worker: ObservedWorker, root: Logger, options: Log
       case 'producer-retry':
         log.warn({ event: e.type, call: e.call, attempt: e.attempt, reason: e.reason }, 'the producer retries a call: its coordinator is busy or away');
         break;
+      case 'loop-stalled':
+        log.warn({ event: e.type, step: e.step, forMs: e.forMs }, `the worker loop has been in one step for ${Math.round(e.forMs / 1000)} s`);
+        break;
       case 'seek-failed':
         log.warn({ event: e.type, partition: e.partition, reason: e.reason }, 'seek to the committed offset failed: the partition waits');
         break;

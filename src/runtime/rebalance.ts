@@ -74,6 +74,7 @@ export class RebalanceHandler {
       stats.rebalances++;
       const names = event.partitions.map((p) => `${p.topic}-${p.partition}`);
       if (event.kind === 'revoke') {
+        this.context.step('rebalance: revoke');
         if (this.transaction.open) {
           if (event.lost) await this.transaction.abort('partitions lost');
           else await this.transaction.commit();
@@ -89,9 +90,12 @@ export class RebalanceHandler {
       } else {
         // Restoring a new task's stores can take seconds: an open transaction would run on into the broker's
         // timeout meanwhile (and be fenced), so what it holds commits first.
+        this.context.step('rebalance: commit before assign');
         if (this.transaction.open) await this.transaction.commit();
+        this.context.step('rebalance: committed offsets');
         const streamTimes = await this.loadCommitted(event.partitions);
         const fresh = this.tasks.addSources(event.partitions, streamTimes);
+        this.context.step('rebalance: restore');
         await this.tasks.restore(fresh, (topic, partition) => this.progress.committed.get(partitionKey(topic, partition)));
         assignmentChanges(consumer).add(event.partitions.map((p) => this.progress.assignAt(p)));
         this.context.emit({ type: 'assigned', partitions: names });

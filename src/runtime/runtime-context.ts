@@ -17,4 +17,6 @@ export interface RuntimeContext {
   clientConfig(): RdConfig;
   /** Undefined before start and after close. */
   consumer(): KafkaConsumer | undefined;
+  /** Names the step the loop is in now (loop-watch.ts): a step that lasts for minutes is reported by that name. */
+  step(name: string): void;
 }

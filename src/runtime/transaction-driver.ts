@@ -79,6 +79,7 @@ export class TransactionDriver {
     if (!consumer || !this.output.open) return;
     const started = Date.now();
     const records = this.records;
+    this.context.step('commit');
     const outcome = await this.output.commit({ offsets: this.offsetsToCommit(), consumer, prepare: () => this.tasks.prepareCommit(this.collector.commitCollector) });
     if (!outcome.committed) {
       await this.recover(outcome.failure);
@@ -91,6 +92,7 @@ export class TransactionDriver {
 
   async abort(reason: string): Promise<void> {
     if (this.output.open) {
+      this.context.step('abort');
       const failure = await this.output.abort();
       if (failure) {
         await this.replaceAfterFailure(failure.error);
@@ -115,6 +117,7 @@ export class TransactionDriver {
         continue;
       }
       try {
+        this.context.step('seek');
         await seek(consumer, this.progress.rewindTarget(key), 10_000);
         this.progress.settled(key);
       } catch (e) {
@@ -172,11 +175,13 @@ export class TransactionDriver {
       this.context.stats.fencings++;
       this.context.emit({ type: 'fenced', reason });
       // Before the producer is replaced: a new one would fence the namesake in turn.
+      this.context.step('fenced: namesake check');
       if (isFencing(e)) await stepBackIfNamesakeLive(this.guard, e);
       const now = Date.now();
       this.fencedAt = [...this.fencedAt.filter((t) => now - t < 60_000), now];
       if (this.fencedAt.length >= 4) throw tooManyFencings(this.guard, this.fencedAt.length, e);
     }
+    this.context.step('replace producer');
     await this.output.replace();
     this.context.emit({ type: 'aborted', reason: `producer replaced: ${reason}` });
     await this.resolveAmbiguousCommit();
@@ -192,6 +197,7 @@ export class TransactionDriver {
     const pending = [...this.progress.pending.values()];
     const owned = [...this.tasks.ownedPartitions()].map(parsePartitionKey);
     let readBack: Awaited<ReturnType<typeof committedOffsets>> | undefined;
+    this.context.step('read back committed offsets');
     for (let attempt = 1; consumer && owned.length > 0 && readBack === undefined && attempt <= 3; attempt++) {
       readBack = await committedOffsets(consumer, owned, 30_000).catch(() => undefined);
     }

@@ -31,6 +31,8 @@ export type WorkerEvent =
   | { type: 'fenced'; reason: string }
   /** A partition could not be sought back to its committed offset: none of its records is processed until a retry succeeds. */
   | { type: 'seek-failed'; partition: string; reason: string }
+  /** The loop has been in one step for `forMs` (loop-watch.ts): every Kafka call has a timeout, so this is an await nothing ends, or a long restore. */
+  | { type: 'loop-stalled'; step: string; forMs: number }
   /** The producer retries a call (initTransactions, commitTransaction) whose coordinator is busy or away. */
   | { type: 'producer-retry'; call: string; attempt: number; reason: string }
   | { type: 'dead-lettered'; stage: string; code: string; topic: string; partition: number; offset: number }

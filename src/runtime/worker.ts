@@ -30,6 +30,7 @@ import { GlobalTableReader } from './global-table-reader.ts';
 import { Speculation } from './speculation.ts';
 import { InteractiveQueries } from './interactive-queries.ts';
 import { publishEndpoint } from './endpoints.ts';
+import { LoopWatch } from './loop-watch.ts';
 export { LINEAGE } from '../core/headers.ts';
 export { CHAOS_PHASES, type ChaosPhase } from './faults.ts';
 export type { WorkerEvent, WorkerStats } from './worker-events.ts';
@@ -92,6 +93,8 @@ export class Worker extends EventEmitter {
    */
   private prefetched: Prefetch | undefined;
   private readonly globalTables: GlobalTableReader;
+  /** Three transaction timeouts, at least 30 s: longer than any one Kafka call of the loop may take. */
+  private readonly watch: LoopWatch;
   /** Reads of the stores' committed state, here or (through the group) on the replica that owns a key. */
   readonly queries: InteractiveQueries;
 
@@ -105,6 +108,7 @@ export class Worker extends EventEmitter {
     this.clients = options.clients ?? kafkaClients;
     const onTransition = (t: Transition): void => void this.emit('transition', t);
     this.lifecycle = new StateMachine('worker', 'CREATED', WORKER_TRANSITIONS, onTransition);
+    this.watch = new LoopWatch(Math.max(30_000, 3 * this.config.transactionTimeoutMs), (stall) => this.emit('event', { type: 'loop-stalled', ...stall } satisfies WorkerEvent));
     const txnId = transactionalId(this.config);
     const context: RuntimeContext = (this.context = {
       config: this.config,
@@ -115,6 +119,7 @@ export class Worker extends EventEmitter {
       emit: (e) => void this.emit('event', e),
       clientConfig: () => ({ 'bootstrap.servers': this.config.bootstrap, 'client.id': txnId, ...this.config.kafka }),
       consumer: () => this.consumer,
+      step: (name) => this.watch.enter(name),
     });
     const Output = this.config.guarantee === 'exactly_once' ? ExactlyOnceOutput : AtLeastOnceOutput;
     this.output = new Output({
@@ -225,6 +230,7 @@ export class Worker extends EventEmitter {
     this.consumer.subscribe([...new Set(this.topology.subtopologies.flatMap((s) => s.sourceTopics))]);
     this.emit('event', { type: 'started', transactionalId: this.transactionalId } satisfies WorkerEvent);
     if (this.lifecycle.is('STARTING')) this.lifecycle.to('RUNNING', 'start');
+    this.watch.start();
     this.running = this.loop();
     this.running.catch(() => undefined);
   }
@@ -278,13 +284,16 @@ export class Worker extends EventEmitter {
     try {
       while (this.lifecycle.is(...LOOPING)) {
         // The consume call a commit started ends first: nothing else may act on the consumer meanwhile.
+        this.watch.enter('end-prefetch');
         const prefetched = await this.endPrefetch();
         if (this.rebalances.pending) await this.rebalance();
+        this.watch.enter('global-tables');
         await this.globalTables.poll();
         if (this.progress.unsettled.size > 0) await this.transaction.settlePartitions();
         let batch: Message[];
         let speculation: Speculation | undefined;
         try {
+          this.watch.enter(prefetched === undefined ? 'consume' : 'keep-prefetched');
           batch = prefetched === undefined ? await consumeBatchOrEmpty(consumer, this.config.consumeBatchSize) : await this.keepPrefetched(prefetched);
           if (prefetched !== undefined && batch.length > 0) speculation = this.adoptable(await prefetched.speculation);
           if (batch.length > 0) this.prefetch(consumer);
@@ -295,6 +304,7 @@ export class Worker extends EventEmitter {
         }
         if (batch.length > 0) {
           try {
+            this.watch.enter('process');
             await this.processBatch(batch, speculation);
           } catch (e) {
             if (isTransientError(e)) {
@@ -311,6 +321,7 @@ export class Worker extends EventEmitter {
           this.transientFailures = 0;
         }
         try {
+          this.watch.enter('punctuate');
           await this.punctuate();
         } catch (e) {
           if (e instanceof RecordTooLargeError) throw this.transaction.deadLetterRefused(e);
@@ -318,13 +329,19 @@ export class Worker extends EventEmitter {
           await this.transaction.failed(e);
           continue;
         }
-        if (this.transaction.due()) await this.commitWhileFetching(consumer);
+        if (this.transaction.due()) {
+          this.watch.enter('commit');
+          await this.commitWhileFetching(consumer);
+        }
       }
+      this.watch.enter('final commit');
       if (this.transaction.open) await this.transaction.commit();
       clean = true;
     } finally {
       this.lifecycle.to(clean ? 'STOPPED' : 'FAILED', 'loop');
+      this.watch.enter('close');
       await this.close(clean);
+      this.watch.stop();
     }
   }
 
@@ -421,6 +438,7 @@ export class Worker extends EventEmitter {
   }
 
   private async rebalance(): Promise<void> {
+    this.watch.enter('rebalance');
     this.lifecycle.to('REBALANCING', 'rebalance');
     try {
       await this.rebalances.handle();

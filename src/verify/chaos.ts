@@ -420,7 +420,11 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       await waitCaughtUp({ bootstrap, groupId: appId, plainTopics: [input], transactionalTopics: repartitionTopics, timeoutMs: 300_000, stableMs: 4_000 });
     } catch (e) {
       // A worker that stopped making progress is the finding: its last lines say where it stopped.
-      for (const [id, w] of live) log(`${id} (pid ${w.pid}, ${w.alive ? 'alive' : 'exited'}), last stderr:\n  ${w.stderr.slice(-20).join('\n  ')}`);
+      for (const [id, w] of live) {
+        log(`${id} (pid ${w.pid}, ${w.alive ? 'alive' : 'exited'}), last stderr:\n  ${w.stderr.slice(-20).join('\n  ')}`);
+        const stacks = await w.stackReport().catch((err: unknown) => `no report: ${String(err)}`);
+        if (stacks !== undefined) log(`${id} now:\n  ${stacks}`);
+      }
       throw e;
     }
     const report = await verify({

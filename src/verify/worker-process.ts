@@ -1,4 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createInterface } from 'node:readline';
 import { projectRoot } from '../kafka/paths.ts';
 
@@ -22,7 +26,10 @@ export class WorkerProcess {
     env: Readonly<Record<string, string>>,
   ) {
     // The suite's own tsc checks the topologies it runs; checking each replica again would only delay its first start.
-    this.child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'run', file, '--events', '--no-typecheck', ...args], {
+    // On SIGUSR2 node writes a diagnostic report (the JS and native stacks, the libuv handles): how a stuck worker is read.
+    mkdirSync(this.reportDir, { recursive: true });
+    const report = ['--report-on-signal', '--report-compact', `--report-directory=${this.reportDir}`];
+    this.child = spawn(process.execPath, [...report, '--import', 'tsx', 'src/cli/main.ts', 'run', file, '--events', '--no-typecheck', ...args], {
       cwd: projectRoot(),
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -47,6 +54,40 @@ export class WorkerProcess {
 
   get pid(): number {
     return this.child.pid ?? -1;
+  }
+
+  private get reportDir(): string {
+    return join(tmpdir(), `onceflow-reports-${process.pid}`);
+  }
+
+  /**
+   * Asks the running process for node's diagnostic report and gives its main thread's JavaScript stack
+   * (empty when the loop is idle, awaiting) and its active libuv handles by type. Node writes the report
+   * from its event loop: no report within 5 s means the event loop itself is blocked.
+   */
+  async stackReport(): Promise<string | undefined> {
+    if (!this.alive) return undefined;
+    const mine = () => readdirSync(this.reportDir).filter((f) => f.includes(`.${this.pid}.`));
+    const before = new Set(mine());
+    this.child.kill('SIGUSR2');
+    for (let waited = 0; waited < 5_000; waited += 250) {
+      await sleep(250);
+      const file = mine().find((f) => !before.has(f));
+      if (file === undefined) continue;
+      try {
+        const report = JSON.parse(readFileSync(join(this.reportDir, file), 'utf8')) as DiagnosticReport;
+        const handles = new Map<string, number>();
+        for (const h of report.libuv ?? []) if (h.is_active) handles.set(h.type, (handles.get(h.type) ?? 0) + 1);
+        const stack = report.javascriptStack?.stack ?? [];
+        return [
+          `javascript stack: ${stack.length === 0 ? '(none: the event loop is idle, awaiting)' : stack.slice(0, 15).join(' | ')}`,
+          `active handles: ${[...handles].map(([type, n]) => `${type} ×${n}`).join(', ')}`,
+        ].join('\n  ');
+      } catch {
+        // Still being written: read again.
+      }
+    }
+    return this.alive ? 'no diagnostic report within 5 s: the event loop is blocked' : undefined;
   }
 
   count(type: string): number {
@@ -113,4 +154,10 @@ export async function eventually(check: () => Promise<boolean> | boolean, timeou
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 250));
   }
+}
+
+/** The parts of node's diagnostic report (`process.report`) read here. */
+interface DiagnosticReport {
+  javascriptStack?: { message?: string; stack?: string[] };
+  libuv?: { type: string; is_active: boolean }[];
 }

@@ -40,7 +40,7 @@ function harness() {
   } as unknown as TransactionalOutput;
   const config = { ...parseWorkerConfig({ bootstrap: 'fake:1', appId: 'lineage', instanceId: 'i' }), instanceId: 'i' };
   const stats = {} as WorkerStats;
-  const context: RuntimeContext = { config, transactionalId: 'lineage-i', stats, clients: kafkaClients, faults: noFaults, emit: () => undefined, clientConfig: () => ({}), consumer: () => undefined };
+  const context: RuntimeContext = { config, transactionalId: 'lineage-i', stats, clients: kafkaClients, faults: noFaults, emit: () => undefined, clientConfig: () => ({}), consumer: () => undefined, step: () => undefined };
   return { produced, collector: new WorkerRecordCollector(context, output, new Set(), new Set(), () => 1) };
 }
 

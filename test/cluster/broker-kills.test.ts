@@ -4,11 +4,10 @@ import { runChaos } from '../../src/verify/chaos.ts';
 import { assertExactlyOnce, base, threeBrokerCluster } from '../support/three-broker-chaos.ts';
 
 /**
- * Exactly-once across broker failover: a three-node cluster of its own (replication 3,
- * min ISR 2) with a fault proxy in front of each node. The suite's single broker is not used: the kills must
- * not disturb every other test's connections. `npm run test:cluster`, not in `npm test`: in one clean-clone run of
- * the suite a worker stopped making progress after these two kills (the group did not catch up in 300 s; it passed in
- * every run outside the suite) — open in the production-faults issue. The harness prints a stuck worker's stderr.
+ * Exactly-once across broker failover: a three-node cluster of its own (replication 3, min ISR 2) with a
+ * fault proxy in front of each node. The suite's single broker is not used: the kills must not disturb every
+ * other test's connections. Should a worker stop making progress after the kills, the harness prints its last
+ * stderr lines (`producer-retry`, `seek-failed` and the like) beside the lag that timed out.
  */
 const cluster = threeBrokerCluster();
 
