@@ -38,3 +38,19 @@ export class SplitJoinPartitionsError extends OnceflowError {
     super(`task ${task} runs join ${join} but was not assigned ${missing.join(', ')}: the group's assignor did not co-locate the join's partitions`);
   }
 }
+
+/**
+ * A transactional call of librdkafka's that outlived its own timeout by a margin: librdkafka's
+ * send_offsets_to_transaction can wait forever once the group coordinator it cached went away
+ * (confluentinc/librdkafka#5456, #5511: the coordinator request's timeout is never checked). The
+ * producer is then replaced, and the stuck one set aside until its call returns.
+ */
+export class TransactionCallStuckError extends OnceflowError {
+  readonly code = 'TRANSACTION_CALL_STUCK';
+  constructor(
+    readonly call: string,
+    readonly waitedMs: number,
+  ) {
+    super(`${call} did not return within ${waitedMs} ms, past its own timeout: the producer is replaced`);
+  }
+}

@@ -87,6 +87,7 @@ export class TransactionDriver {
     }
     this.markCommitted();
     if (outcome.announced) this.context.emit({ type: 'committed', records, ms: Date.now() - started });
+    this.context.step('commit: after commit');
     await this.tasks.afterCommit();
   }
 

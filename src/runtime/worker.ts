@@ -132,6 +132,7 @@ export class Worker extends EventEmitter {
       faults: context.faults,
       onTransition,
       onRetry: (call, attempt, error) => context.emit({ type: 'producer-retry', call, attempt, reason: describeKafkaError(error) }),
+      onStep: (step) => this.watch.enter(step),
     });
     const deadLetterTopics = new Set(topology.topics.filter((t) => t.kind === 'dead-letter').map((t) => t.name));
     this.globalTables = new GlobalTableReader(this.topology.globalTables ?? [], (config) => this.clients.consumer(config));

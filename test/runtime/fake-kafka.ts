@@ -79,6 +79,26 @@ export class FakeCluster {
     return this.failures.get(method)?.shift();
   }
 
+  private readonly hangs = new Set<string>();
+  /** Answers held back by hangNext, in call order: `release()` sends them. */
+  private readonly held: (() => void)[] = [];
+
+  /** The next call of `method` gets no answer until `release()` (librdkafka#5456: a call past its own timeout). */
+  hangNext(method: string): void {
+    this.hangs.add(method);
+  }
+
+  /** Whether this call of `method` hangs; its answer is then kept for `release`. */
+  holdIfHung(method: string, answer: () => void): boolean {
+    if (!this.hangs.delete(method)) return false;
+    this.held.push(answer);
+    return true;
+  }
+
+  release(): void {
+    for (const answer of this.held.splice(0)) answer();
+  }
+
   log(call: string): void {
     this.calls.push(call);
   }
@@ -140,6 +160,7 @@ export class FakeProducer {
       action();
       cb(null);
     };
+    if (this.cluster.holdIfHung(method, answer)) return;
     if (method === 'commitTransaction' && this.cluster.commitDelayMs > 0) setTimeout(answer, this.cluster.commitDelayMs);
     else setImmediate(answer);
   }

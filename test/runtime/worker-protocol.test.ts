@@ -37,6 +37,7 @@ interface HarnessConfig {
   maxRecordsPerTransaction?: number;
   consumeBatchSize?: number;
   guarantee?: 'exactly_once' | 'at_least_once';
+  transactionTimeoutMs?: number;
 }
 
 function startWorker(config: HarnessConfig = {}): Promise<Harness> {
@@ -57,6 +58,7 @@ async function startWorkerWith<T extends ReturnType<typeof countingTopology> | R
       maxRecordsPerTransaction: config.maxRecordsPerTransaction ?? 3,
       ...(config.consumeBatchSize ? { consumeBatchSize: config.consumeBatchSize } : {}),
       ...(config.guarantee ? { guarantee: config.guarantee } : {}),
+      ...(config.transactionTimeoutMs ? { transactionTimeoutMs: config.transactionTimeoutMs } : {}),
     },
     { clients: cluster.supplier() },
   );
@@ -296,6 +298,23 @@ test('fenced while a namesake is in the group: the worker steps back before it c
   assert.equal(h.worker.state, 'FAILED');
   assert.deepEqual(h.events.at(-1), { type: 'stopped', state: 'FAILED' });
   assert.equal(h.cluster.committed.size, 0);
+});
+
+test('sendOffsetsToTransaction stuck past its timeout (librdkafka#5456): the producer is replaced, not destroyed under the call, and disconnected once the call returns', async () => {
+  const h = await startWorker({ commitIntervalMs: 100, transactionTimeoutMs: 1_000 });
+  try {
+    h.cluster.hangNext('sendOffsetsToTransaction');
+    h.cluster.append('in', 0, ['a', 'b', 'c']);
+    await until('producer replaced', () => h.events.some((e) => e.type === 'aborted' && e.reason.includes('sendOffsetsToTransaction did not return')), 15_000);
+    assert.ok(h.cluster.calls.includes('producer1.initTransactions'), 'a new producer took over');
+    assert.ok(!h.cluster.calls.includes('producer0.disconnect'), 'the stuck producer is not destroyed while its call waits');
+    await until('committed', () => h.cluster.committed.get('in-0') === 3, 10_000);
+    assertExactlyOnce(h.cluster, ['a', 'b', 'c']);
+    h.cluster.release();
+    await until('the stuck producer disconnected once its call returned', () => h.cluster.calls.includes('producer0.disconnect'));
+  } finally {
+    await h.worker.stop();
+  }
 });
 
 test('a failed abort replaces the producer and reads the outcome back before anything is processed again', async () => {

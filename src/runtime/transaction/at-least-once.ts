@@ -29,6 +29,7 @@ export class AtLeastOnceOutput extends TransactionalOutput {
   protected async commitOnClient(client: Producer, { offsets, consumer, prepare }: CommitRequest): Promise<CommitOutcome> {
     try {
       await prepare();
+      this.step('commit: flush');
       await flush(client, 30_000);
       if (this.deliveryError) throw this.deliveryError;
       // The outputs are acknowledged, the offsets not yet committed: a crash here replays them.

@@ -1,9 +1,12 @@
 import type { Producer } from '@confluentinc/kafka-javascript';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { abortTransaction, beginTransaction, commitTransaction, disconnect, initTransactions, sendOffsetsToTransaction, type RdConfig } from '../../kafka/clients.ts';
-import { WorkerError } from '../errors.ts';
+import { TransactionCallStuckError, WorkerError } from '../errors.ts';
 import { classifyTxnError, isTransactionalIdUnauthorized } from './kafka-errors.ts';
 import { TransactionalOutput, type CommitOutcome, type CommitRequest } from './output.ts';
+
+/** How long past its own timeout a transactional call may take before the producer is given up. */
+const STUCK_CALL_MARGIN_MS = 5_000;
 
 /**
  * Kafka Streams' exactly_once_v2: outputs and the consumed offsets commit in one transaction, the
@@ -18,6 +21,7 @@ export class ExactlyOnceOutput extends TransactionalOutput {
     const producer = await this.options.clients.producer(this.producerConfig());
     for (let attempt = 1; ; attempt++) {
       try {
+        this.step(`replace: init transactions (attempt ${attempt})`);
         await initTransactions(producer, this.options.transactionTimeoutMs * 3);
         return producer;
       } catch (e) {
@@ -49,7 +53,8 @@ export class ExactlyOnceOutput extends TransactionalOutput {
       if (this.options.unsafeCommitOffsetsOutsideTransaction) {
         if (offsets.length > 0) consumer.commitSync(offsets);
       } else if (offsets.length > 0) {
-        await sendOffsetsToTransaction(client, offsets, consumer, this.options.transactionTimeoutMs);
+        this.step('commit: send offsets');
+        await this.sendOffsetsWithin(client, offsets, consumer);
       }
       faults('after-send-offsets');
       await this.commitWithRetry(client);
@@ -60,10 +65,36 @@ export class ExactlyOnceOutput extends TransactionalOutput {
     return { committed: true, announced: true };
   }
 
+  /**
+   * librdkafka bounds send_offsets_to_transaction by its timeout, except when the group coordinator it
+   * cached went away: then the call can wait for ever (confluentinc/librdkafka#5456, #5511), and the
+   * worker with it, still a group member, until max.poll.interval.ms. Past the timeout and a margin the
+   * producer is given up: the transaction's outcome is read back and the producer replaced, as after any
+   * unknown outcome. It cannot be destroyed while a thread of its own waits inside it, so it is set aside
+   * and disconnected once the call returns (the broker closing its idle connections wakes it).
+   */
+  private async sendOffsetsWithin(client: Producer, offsets: CommitRequest['offsets'], consumer: CommitRequest['consumer']): Promise<void> {
+    const call = sendOffsetsToTransaction(client, offsets, consumer, this.options.transactionTimeoutMs);
+    const waitMs = this.options.transactionTimeoutMs + STUCK_CALL_MARGIN_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const stuck = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new TransactionCallStuckError('sendOffsetsToTransaction', waitMs)), waitMs);
+    });
+    try {
+      await Promise.race([call, stuck]);
+    } catch (e) {
+      if (e instanceof TransactionCallStuckError) this.setAsideUntil(client, call);
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** A retriable commit failure is retried with the same producer: librdkafka resumes the same EndTxn. */
   private async commitWithRetry(client: Producer): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
+        this.step(`commit: end transaction (attempt ${attempt})`);
         const committing = commitTransaction(client, this.options.transactionTimeoutMs);
         this.options.faults('during-commit');
         await committing;
@@ -77,6 +108,7 @@ export class ExactlyOnceOutput extends TransactionalOutput {
   }
 
   protected abortOnClient(client: Producer): Promise<void> {
+    this.step('abort: abort transaction');
     return abortTransaction(client, this.options.transactionTimeoutMs);
   }
 }

@@ -21,6 +21,8 @@ export interface OutputOptions {
   readonly onTransition?: TransitionHook;
   /** A call the producer keeps retrying (its coordinator busy or away): said each time, so a long wait is never silent. */
   readonly onRetry?: (call: string, attempt: number, error: unknown) => void;
+  /** Names the call the output is about to await (the worker's loop watch reports one that never returns). */
+  readonly onStep?: (step: string) => void;
 }
 
 /** What the worker does after a failed call, decided here from the error. */
@@ -158,6 +160,7 @@ export abstract class TransactionalOutput {
       ...request,
       prepare: async () => {
         // What the tasks hold back may itself go to a repartition topic: batches go last.
+        this.step('commit: prepare');
         await request.prepare();
         this.produceBatches();
       },
@@ -210,13 +213,15 @@ export abstract class TransactionalOutput {
     return { kind: 'replace', error: e };
   }
 
-  /** Disconnects the failed client and readies a new one. */
+  /** Disconnects the failed client (or leaves it to its stuck call, setAsideUntil) and readies a new one. */
   async replace(): Promise<void> {
     this.machine.require('replace', ['FENCED', 'COMMIT_UNKNOWN']);
     const old = this.client;
     this.client = undefined;
-    if (old) await disconnect(old, 5000);
+    this.step('replace: disconnect');
+    if (old) await this.disconnectUnlessSetAside(old);
     this.machine.to('UNINITIALIZED', 'replace');
+    this.step('replace: connect');
     await this.connect();
   }
 
@@ -224,8 +229,30 @@ export abstract class TransactionalOutput {
     this.dropBatches();
     const client = this.client;
     this.client = undefined;
-    if (client) await disconnect(client, 5000);
+    if (client) await this.disconnectUnlessSetAside(client);
     if (this.machine.state !== 'CLOSED') this.machine.to('CLOSED', 'close');
+  }
+
+  /** Clients with a call in flight that outlived its timeout: destroying one would pull it from under that call. */
+  private readonly setAside = new Map<Producer, Promise<unknown>>();
+
+  /** `client` is not to be disconnected before `call` returns (exactly-once.ts, sendOffsetsWithin). */
+  protected setAsideUntil(client: Producer, call: Promise<unknown>): void {
+    this.setAside.set(client, call);
+  }
+
+  private async disconnectUnlessSetAside(client: Producer): Promise<void> {
+    const call = this.setAside.get(client);
+    if (call === undefined) {
+      await disconnect(client, 5000);
+      return;
+    }
+    this.setAside.delete(client);
+    void call.catch(() => undefined).then(() => disconnect(client, 5000));
+  }
+
+  protected step(name: string): void {
+    this.options.onStep?.(name);
   }
 
   private current(call: string, allowed: readonly TransactionState[]): Producer {
