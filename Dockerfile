@@ -18,7 +18,8 @@ COPY . .
 # Type-checks the example topology now, so that a container's `run` finds the pass cached in
 # node_modules/.cache instead of spending seconds and a few hundred MB on the compiler at every start.
 RUN node bin/onceflow.js describe topology/orders.ts > /dev/null
-RUN printf '#!/bin/sh\nexec node /app/bin/onceflow.js "$@"\n' > /usr/local/bin/onceflow && chmod +x /usr/local/bin/onceflow
+RUN printf '#!/bin/sh\nexec node --max-semi-space-size=64 /app/bin/onceflow.js "$@"\n' > /usr/local/bin/onceflow && chmod +x /usr/local/bin/onceflow
 
 USER node
-ENTRYPOINT ["node", "/app/bin/onceflow.js"]
+# The young generation as bin/onceflow.js's shebang sets it (docs/operations.md#the-nodejs-heap).
+ENTRYPOINT ["node", "--max-semi-space-size=64", "/app/bin/onceflow.js"]

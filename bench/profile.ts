@@ -64,7 +64,7 @@ try {
   const child = spawn(
     process.execPath,
     [
-      '--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '200',
+      '--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-interval', '200', '--max-semi-space-size=64',
       '--import', 'tsx', 'src/cli/main.ts', 'run', onceflowTopologyFile(pipeline),
       '--app-id', appId, '--instance-id', 'profile', '--guarantee', flags.guarantee!, '--commit-interval-ms', '100', '--no-typecheck', '--events',
     ],

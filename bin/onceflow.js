@@ -1,4 +1,5 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=64
+// The larger young generation: see docs/operations.md#the-nodejs-heap (fewer scavenges of the per-record garbage).
 // Topology files are TypeScript and Node 20 cannot import .ts, so tsx is registered before any is loaded.
 import { existsSync } from 'node:fs';
 import { register } from 'tsx/esm/api';

@@ -65,6 +65,8 @@ export function launchSpec(contender: ContenderName, t: RunTarget): LaunchSpec {
         // node itself, not npm/npx: the pid sampled for CPU and RSS must be the processor's.
         cmd: process.execPath,
         args: [
+          // As the `onceflow` command runs it (bin/onceflow.js's shebang, the Docker image).
+          '--max-semi-space-size=64',
           '--import', 'tsx', 'src/cli/main.ts', 'run', onceflowTopologyFile(t.pipeline),
           '--app-id', t.appId, '--instance-id', 'bench',
           '--guarantee', contender === 'onceflow-eos' ? 'exactly_once' : 'at_least_once',
