@@ -26,7 +26,7 @@ export class WorkerProcess {
     env: Readonly<Record<string, string>>,
   ) {
     // The suite's own tsc checks the topologies it runs; checking each replica again would only delay its first start.
-    // On SIGUSR2 node writes a diagnostic report (the JS and native stacks, the libuv handles): how a stuck worker is read.
+    // On SIGUSR2 node writes a diagnostic report (JS stack, libuv handles), one file per request: how a stuck worker is read.
     mkdirSync(this.reportDir, { recursive: true });
     const report = ['--report-on-signal', '--report-compact', `--report-directory=${this.reportDir}`];
     this.child = spawn(process.execPath, [...report, '--import', 'tsx', 'src/cli/main.ts', 'run', file, '--events', '--no-typecheck', ...args], {

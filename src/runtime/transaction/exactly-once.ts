@@ -21,7 +21,7 @@ export class ExactlyOnceOutput extends TransactionalOutput {
     const producer = await this.options.clients.producer(this.producerConfig());
     for (let attempt = 1; ; attempt++) {
       try {
-        this.step(`replace: init transactions (attempt ${attempt})`);
+        this.step(`producer: init transactions (attempt ${attempt})`);
         await initTransactions(producer, this.options.transactionTimeoutMs * 3);
         return producer;
       } catch (e) {

@@ -221,7 +221,7 @@ export abstract class TransactionalOutput {
     this.step('replace: disconnect');
     if (old) await this.disconnectUnlessSetAside(old);
     this.machine.to('UNINITIALIZED', 'replace');
-    this.step('replace: connect');
+    this.step('replace: new producer');
     await this.connect();
   }
 
