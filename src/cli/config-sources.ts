@@ -29,6 +29,7 @@ const FIELD_KINDS = {
   cacheMaxBytes: 'number',
   cacheMaxRecords: 'number',
   stateStore: 'string',
+  processingThread: 'boolean',
   stateDir: 'string',
   stateCheckpointIntervalMs: 'number',
   unsafeCommitOffsetsOutsideTransaction: 'boolean',

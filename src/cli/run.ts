@@ -9,6 +9,7 @@ import { addConfigOptions, configFlagsFrom, type ConfigCommandOptions } from './
 import { resolveConfigSources, resolveRuntimeOptions, type RuntimeFlags } from './config-sources.ts';
 import { bootstrapSource, devConnection, requireReachable } from './connection.ts';
 import { typecheckTopology } from './typecheck.ts';
+import { spawnProcessingThread } from './processing-thread.ts';
 
 interface RunOptions extends ConfigCommandOptions, RuntimeFlags {
   readonly events?: boolean;
@@ -28,7 +29,7 @@ export async function workerForFile(file: string, opts: RunOptions, env: NodeJS.
   const { input, origin } = resolveConfigSources({ ...(opts.config ? { file: opts.config } : {}), env, flags: configFlagsFrom(opts), ...(dev ? { devCluster: dev } : {}) });
   const topology = compile(builder, input.appId ? { appId: input.appId } : {});
   // The chaos harness kills workers at points of the protocol it names in the environment.
-  const worker = new Worker(runtimeTopology(topology), input, { faults: killAt(env.ONCEFLOW_CHAOS_KILL_AT) });
+  const worker = new Worker(runtimeTopology(topology), input, { faults: killAt(env.ONCEFLOW_CHAOS_KILL_AT), processingThread: { spawn: spawnProcessingThread, file } });
   await requireReachable({ bootstrap: worker.config.bootstrap, source: bootstrapSource(origin.bootstrap, dev), dev }, worker.config.kafka);
   return worker;
 }

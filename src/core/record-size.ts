@@ -31,6 +31,11 @@ export class RecordSizeLimits {
     this.#topics = topicMaxMessageBytes instanceof Map ? topicMaxMessageBytes : new Map(Object.entries(topicMaxMessageBytes));
   }
 
+  /** Every known topic's `max.message.bytes`, by topic. */
+  topicLimits(): Record<string, number> {
+    return Object.fromEntries(this.#topics);
+  }
+
   /** The topic's `max.message.bytes`, when it is known. */
   topicMaxMessageBytes(topic: string): number | undefined {
     return this.#topics.get(topic);

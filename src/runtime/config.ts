@@ -53,6 +53,12 @@ export const workerConfigSchema = z
     cacheMaxBytes: z.number().int().min(0).default(10 * 1024 * 1024),
     /** Besides the bytes, keys each aggregate of each task holds back at most; 0 turns the cache off. Default: no count limit. */
     cacheMaxRecords: z.number().int().min(0).max(10_000_000).optional(),
+    /**
+     * Runs the stateless sub-topologies' stages (deserialize, stage functions, serialize) on a helper
+     * thread while the main thread consumes and produces (runtime/offload/). Only for a topology run from
+     * its file (`onceflow run`), and only for sub-topologies without stores, effects or registry serdes.
+     */
+    processingThread: z.boolean().default(true),
     /** `persistent` keeps each task's stores in LMDB under stateDir, so a clean restart restores only the changelog's tail. */
     stateStore: z.enum(['memory', 'persistent']).default('memory'),
     /**

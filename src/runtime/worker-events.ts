@@ -44,6 +44,11 @@ export type WorkerEvent =
    * could not be learnt, when they could not.
    */
   | { type: 'record-limits'; messageMaxBytes: number; topicMaxMessageBytes: Record<string, number>; unknown?: string }
+  /**
+   * At start and when it stops being used: the sub-topologies the processing thread runs
+   * (offload/processing-thread.ts); `off` says why none does, `failed` that the thread died while running.
+   */
+  | { type: 'processing-thread'; subtopologies: number[]; off?: string; failed?: boolean }
   /** state: how the loop ended (absent from stand-ins that do not track it). */
   | { type: 'stopped'; state?: 'STOPPED' | 'FAILED' };
 

@@ -59,6 +59,10 @@ export interface RuntimeTask {
    * its records may be processed while the previous transaction commits (speculation.ts); absent: false.
    */
   readonly stateless?: boolean;
+  /** The sub-topology the task runs (the processing thread runs a stateless task's by its id). */
+  readonly subtopology?: number;
+  /** Moves stream time on without a record (for a stateless task: to what the processing thread's copy of it reached). */
+  advanceStreamTime?(timestamp: number, collector: RecordCollector): void | Promise<void>;
   /** A store's committed state, for interactive queries; tasks without stores may omit it. */
   reader?(store: string): StoreReader;
 }

@@ -31,6 +31,11 @@ import { Speculation } from './speculation.ts';
 import { InteractiveQueries } from './interactive-queries.ts';
 import { publishEndpoint } from './endpoints.ts';
 import { LoopWatch } from './loop-watch.ts';
+import { isRecordBatch } from '../core/record-batch.ts';
+import type { IncomingRecord, RecordCollector } from '../core/records.ts';
+import { ProcessingThread, type ThreadSpawner } from './offload/processing-thread.ts';
+import { forEachOutput, packRun } from './offload/record-transfer.ts';
+import type { RunResult } from './offload/offloaded-tasks.ts';
 export { LINEAGE } from '../core/headers.ts';
 export { CHAOS_PHASES, type ChaosPhase } from './faults.ts';
 export type { WorkerEvent, WorkerStats } from './worker-events.ts';
@@ -42,6 +47,11 @@ export interface WorkerOptions {
   readonly clients?: ClientSupplier;
   /** Called at each point of the protocol where the chaos harness may kill the process; a no-op by default. */
   readonly faults?: FaultHook;
+  /**
+   * The processing thread (offload/processing-thread.ts): how to start it, and the topology file it
+   * loads. Without it (a topology built in-process), the main thread runs every stage.
+   */
+  readonly processingThread?: { readonly spawn: ThreadSpawner; readonly file: string };
 }
 
 /**
@@ -95,6 +105,10 @@ export class Worker extends EventEmitter {
   private readonly globalTables: GlobalTableReader;
   /** Three transaction timeouts, at least 30 s: longer than any one Kafka call of the loop may take. */
   private readonly watch: LoopWatch;
+  private readonly threadOption: WorkerOptions['processingThread'];
+  private thread: ProcessingThread | undefined;
+  /** The runs of each fetched batch handed to the processing thread, and what it made of them. */
+  private readonly offloaded = new WeakMap<Message[], Offloaded>();
   /** Reads of the stores' committed state, here or (through the group) on the replica that owns a key. */
   readonly queries: InteractiveQueries;
 
@@ -106,6 +120,7 @@ export class Worker extends EventEmitter {
     this.instanceClaim = parsed.instanceId === undefined ? claimDefaultInstanceId(parsed) : lockInstanceId({ ...parsed, instanceId: parsed.instanceId });
     this.config = { ...parsed, instanceId: parsed.instanceId ?? this.instanceClaim!.instanceId };
     this.clients = options.clients ?? kafkaClients;
+    this.threadOption = options.processingThread;
     const onTransition = (t: Transition): void => void this.emit('transition', t);
     this.lifecycle = new StateMachine('worker', 'CREATED', WORKER_TRANSITIONS, onTransition);
     this.watch = new LoopWatch(Math.max(30_000, 3 * this.config.transactionTimeoutMs), (stall) => this.emit('event', { type: 'loop-stalled', ...stall } satisfies WorkerEvent));
@@ -218,6 +233,7 @@ export class Worker extends EventEmitter {
       });
     }
     await this.learnRecordLimits();
+    await this.startProcessingThread();
     for (const { serde, ctx } of this.topology.serdeUsages()) {
       await serde.prepare?.(ctx, { registryUrl: this.config.registryUrl });
     }
@@ -263,6 +279,92 @@ export class Worker extends EventEmitter {
     this.emit('event', { type: 'record-limits', messageMaxBytes, topicMaxMessageBytes: Object.fromEntries(topics), ...(unknown === undefined ? {} : { unknown }) } satisfies WorkerEvent);
   }
 
+  /** Starts the processing thread when the topology has sub-topologies it can run; the main thread runs every stage otherwise. */
+  private async startProcessingThread(): Promise<void> {
+    const option = this.threadOption;
+    if (option === undefined || !this.config.processingThread) return;
+    const limits = this.tasks.recordLimits;
+    const started = await ProcessingThread.start(
+      option.spawn,
+      { file: option.file, appId: this.config.appId, messageMaxBytes: limits.messageMaxBytes, topicMaxMessageBytes: limits.topicLimits() },
+      this.topology.subtopologies.map((s) => s.sourceTopics),
+    );
+    if (typeof started === 'string') {
+      this.emit('event', { type: 'processing-thread', subtopologies: [], off: started } satisfies WorkerEvent);
+      return;
+    }
+    this.thread = started;
+    this.emit('event', { type: 'processing-thread', subtopologies: [...started.offloadable] } satisfies WorkerEvent);
+  }
+
+  /**
+   * Hands the batch's runs of stateless tasks the processing thread can run to it, as soon as the batch
+   * is fetched: the thread works on them while the main thread still produces the previous batch's outputs.
+   */
+  private offload(messages: Message[]): void {
+    const thread = this.thread;
+    if (thread === undefined || !thread.alive || messages.length === 0) return;
+    const requests: Parameters<ProcessingThread['process']>[0][number][] = [];
+    const entries: OffloadedRun[] = [];
+    for (const run of new TimeOrderedBatch(messages).runs) {
+      const task = this.tasks.taskFor(run.key);
+      if (task?.stateless !== true || task.subtopology === undefined || !thread.offloadable.has(task.subtopology)) continue;
+      // A repartition topic's record batch is one offset for many records: the main thread unpacks those.
+      if (run.messages.some((m) => isRecordBatch(m.headers))) continue;
+      const records = run.messages.map((m) => this.collector.incoming(m));
+      requests.push({ subtopology: task.subtopology, run: packRun(run.topic, run.partition, records), streamTime: task.streamTime ?? Number.NEGATIVE_INFINITY });
+      entries.push({ key: run.key, records });
+    }
+    if (entries.length === 0) return;
+    this.offloaded.set(messages, { entries, keys: new Set(entries.map((e) => e.key)), results: thread.process(requests) });
+  }
+
+  /**
+   * Sends what the processing thread made of the batch's offloaded runs into the open transaction, with
+   * their offsets, as processing them here would have (the same checks decide whether a run is
+   * processed at all). Returns, per run, how many of its records are done (the main thread processes
+   * the rest: a record whose stage threw on the thread, and those after it), or false when the loop
+   * must let go of the batch (a commit it made failed, or the worker is stopping).
+   */
+  private async applyOffloaded(batch: Message[]): Promise<ReadonlyMap<string, number> | false> {
+    const offloaded = this.offloaded.get(batch);
+    const done = new Map<string, number>();
+    if (offloaded === undefined) return done;
+    this.offloaded.delete(batch);
+    const results = await offloaded.results;
+    if (results === undefined) {
+      this.emit('event', { type: 'processing-thread', subtopologies: [], off: this.thread?.failure ?? 'stopped', failed: true } satisfies WorkerEvent);
+      this.thread = undefined;
+      return done;
+    }
+    for (let i = 0; i < offloaded.entries.length; i++) {
+      const { key, records } = offloaded.entries[i]!;
+      const result: RunResult = results[i]!;
+      const task = this.tasks.taskFor(key);
+      if (task?.stateless !== true || !this.progress.mayProcess(key)) continue;
+      done.set(key, result.processed);
+      if (result.processed === 0) continue;
+      if (!this.transaction.open) await this.transaction.ensureOpen();
+      let current = -1;
+      let sink: RecordCollector | undefined;
+      forEachOutput(result.outputs, (output, input) => {
+        if (input !== current) sink = this.collector.sinkFor(records[(current = input)]!);
+        sink!.send(output);
+      });
+      const first = records[0]!;
+      this.transaction.processed({ key, topic: first.topic, partition: first.partition }, records[result.processed - 1]!.offset, result.processed);
+      this.collector.consumed(first.topic, result.processed);
+      if (result.streamTime > (task.streamTime ?? Number.NEGATIVE_INFINITY)) await task.advanceStreamTime?.(result.streamTime, this.collector.sinkFor(records[result.processed - 1]!));
+      if (this.transaction.mustCommit(0)) {
+        const epoch = this.progress.epoch;
+        await this.transaction.commit();
+        if (this.progress.epoch !== epoch || !this.lifecycle.is(...LOOPING)) return false;
+        await this.transaction.ensureOpen();
+      }
+    }
+    return done;
+  }
+
   private guardOptions(): InstanceGuardOptions {
     return { bootstrap: this.config.bootstrap, groupId: this.config.appId, transactionalId: this.transactionalId, kafka: this.config.kafka, withAdmin: this.clients.withAdmin };
   }
@@ -295,7 +397,7 @@ export class Worker extends EventEmitter {
         let speculation: Speculation | undefined;
         try {
           this.watch.enter(prefetched === undefined ? 'consume' : 'keep-prefetched');
-          batch = prefetched === undefined ? await consumeBatchOrEmpty(consumer, this.config.consumeBatchSize) : await this.keepPrefetched(prefetched);
+          batch = prefetched === undefined ? await this.fetch(consumer) : await this.keepPrefetched(prefetched);
           if (prefetched !== undefined && batch.length > 0) speculation = this.adoptable(await prefetched.speculation);
           if (batch.length > 0) this.prefetch(consumer);
         } catch (e) {
@@ -369,11 +471,18 @@ export class Worker extends EventEmitter {
    */
   private prefetch(consumer: KafkaConsumer): Prefetch {
     if (this.prefetched !== undefined) return this.prefetched;
-    const batch = this.progress.unsettled.size > 0 ? Promise.resolve([]) : consumeBatchOrEmpty(consumer, this.config.consumeBatchSize);
+    const batch = this.progress.unsettled.size > 0 ? Promise.resolve([]) : this.fetch(consumer);
     // Read (and its failure handled) by the loop, or awaited by close.
     batch.catch(() => undefined);
     this.prefetched = { batch, epoch: this.progress.epoch, rebalances: this.stats.rebalances, speculation: Promise.resolve(undefined) };
     return this.prefetched;
+  }
+
+  /** The next batch from the consumer, its offloadable runs already on their way to the processing thread. */
+  private async fetch(consumer: KafkaConsumer): Promise<Message[]> {
+    const messages = await consumeBatchOrEmpty(consumer, this.config.consumeBatchSize);
+    this.offload(messages);
+    return messages;
   }
 
   /**
@@ -385,9 +494,10 @@ export class Worker extends EventEmitter {
     if (messages.length === 0 || committed()) return undefined;
     // A stateless task's records need no event-time order across partitions (nothing they do depends on
     // another partition's): each partition's run goes through whole, in its own order.
+    const offloaded = this.offloaded.get(messages)?.keys;
     for (const run of new TimeOrderedBatch(messages).runs) {
       const task = this.tasks.taskFor(run.key);
-      if (task?.stateless !== true || !this.progress.mayProcess(run.key)) continue;
+      if (task?.stateless !== true || !this.progress.mayProcess(run.key) || offloaded?.has(run.key) === true) continue;
       let records = 0;
       for (let i = 0; i < run.messages.length; i++) {
         const message = run.messages[i]!;
@@ -458,10 +568,15 @@ export class Worker extends EventEmitter {
         this.collector.consumed(run.topic, records);
       }
     }
+    const offloaded = await this.applyOffloaded(batch);
+    if (offloaded === false) return;
     const ordered = new TimeOrderedBatch(batch);
     for (let slice = ordered.next(); slice !== undefined; slice = ordered.next()) {
-      const { run, from, to } = slice;
+      const { run, to } = slice;
       if (speculation?.partitions.has(run.key) === true) continue;
+      // Records the processing thread processed are done; the main thread takes over from the first it did not.
+      const from = Math.max(slice.from, offloaded.get(run.key) ?? 0);
+      if (from >= to) continue;
       const task = this.tasks.taskFor(run.key);
       // A record of a partition revoked after the fetch (its next owner reads it), or of one whose
       // position is not yet back at its committed offset (it is read again once it is).
@@ -525,6 +640,8 @@ export class Worker extends EventEmitter {
     await this.prefetched?.batch.catch(() => undefined);
     await this.prefetched?.speculation;
     this.prefetched = undefined;
+    await this.thread?.close();
+    this.thread = undefined;
     await this.tasks.closeAll(clean);
     if (consumer) await disconnect(consumer, this.config.shutdownTimeoutMs);
     await this.globalTables.close();
@@ -547,6 +664,19 @@ export class Worker extends EventEmitter {
   partitionCount(topic: string): number | undefined {
     return this.partitionsByTopic.get(topic);
   }
+}
+
+/** A partition's records handed to the processing thread, kept to send its outputs with their origins. */
+interface OffloadedRun {
+  readonly key: string;
+  readonly records: readonly IncomingRecord[];
+}
+
+interface Offloaded {
+  readonly entries: readonly OffloadedRun[];
+  readonly keys: ReadonlySet<string>;
+  /** In the order of `entries`; undefined when the thread could not process them. */
+  readonly results: Promise<readonly RunResult[] | undefined>;
 }
 
 interface Prefetch {

@@ -5,11 +5,16 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { projectRoot } from '../../src/kafka/paths.ts';
+import { ensureTopics, withAdmin } from '../../src/kafka/admin.ts';
+import { produceRecords } from '../../src/kafka/produce-records.ts';
+import { readTopic } from '../../src/kafka/read-topic.ts';
 
 const root = projectRoot();
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string; dependencies: Record<string, string>; bin: Record<string, string> };
@@ -195,6 +200,42 @@ describe(`the packed ${pkg.name} tarball, installed into a project of its own`, 
     assert.equal(json.subtopologies.length, 2);
     assert.ok(json.topics.some((t) => t.name === 'scratch-shop-spent-repartition'));
     assert.ok(!existsSync(join(app, 'node_modules', pkg.name, 'src')), 'the installed package has src/, so the bin would run it instead of dist/');
+  });
+
+  it('the installed CLI runs a topology file against the broker, its stateless sub-topology on the processing thread', async () => {
+    const bootstrap = process.env.ONCEFLOW_BOOTSTRAP;
+    assert.ok(bootstrap, 'ONCEFLOW_BOOTSTRAP: this test needs the broker npm test starts');
+    const tag = Date.now().toString(36);
+    const [input, output] = [`pack-run-${tag}-in`, `pack-run-${tag}-out`];
+    await withAdmin(bootstrap, (a) => ensureTopics(a, [{ name: input, partitions: 2 }, { name: output, partitions: 2 }]));
+    await produceRecords(bootstrap, input, ['c1:5', 'c2:1', 'c1:2', 'c1:3'].map((v) => ({ key: Buffer.from(v), value: Buffer.from(v) })));
+    const source = topology
+      .replace("'orders'", `'${input}'`)
+      .replace("'spent-by-customer'", `'${output}'`)
+      .replace('jsonSerde<Order>()', 'stringSerde')
+      .replace('(_k, o) => o.customer', "(_k, o) => o!.split(':')[0]!")
+      .replace('total + o.amount', "total + Number(o!.split(':')[1])");
+    writeFileSync(join(app, 'run-topology.ts'), source);
+    const child = spawn('npx', ['--no-install', 'onceflow', 'run', 'run-topology.ts', '--app-id', `pack-run-${tag}`, '--events', '--no-typecheck'], { cwd: app, env: { ...process.env, ONCEFLOW_BOOTSTRAP: bootstrap }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const events: { type: string; subtopologies?: number[]; off?: string }[] = [];
+    void (async () => {
+      for await (const line of createInterface({ input: child.stdout })) if (line.startsWith('{')) events.push(JSON.parse(line) as (typeof events)[number]);
+    })();
+    let totals = new Map<string, number>();
+    try {
+      const deadline = Date.now() + 90_000;
+      while (!(totals.get('c1') === 10 && totals.get('c2') === 1) && Date.now() < deadline && child.exitCode === null) {
+        await sleep(500);
+        totals = new Map((await readTopic(bootstrap, output)).map((r) => [r.key!.toString(), Number(r.value!.toString())]));
+      }
+    } finally {
+      child.kill('SIGTERM');
+    }
+    assert.deepEqual([...totals].sort(), [['c1', 10], ['c2', 1]], stderr);
+    const thread = events.find((e) => e.type === 'processing-thread');
+    assert.deepEqual(thread?.subtopologies, [0], `${JSON.stringify(thread)}\n${stderr}`);
   });
 
   it('the installed package serves the console page, its assets and the graph library from node_modules', () => {

@@ -1,0 +1,127 @@
+import type { PackedRun } from './record-transfer.ts';
+import type { RunResult } from './offloaded-tasks.ts';
+
+/**
+ * The processing thread as the worker sees it: a helper thread that decodes records, runs them through
+ * the stateless sub-topologies' stages and encodes their outputs, while the main thread, which alone
+ * may call the Kafka client, consumes and produces. The client's binding is not usable from another
+ * thread; deserialization, stage code and serialization are about half of the main thread's time on a
+ * stateless pipeline, and a worker has two cores to spread them over.
+ *
+ * The thread only computes: what it returns is produced by the main thread, into the open
+ * transaction, with the offsets of the records it stands for, exactly as if the main thread had
+ * computed it. Anything it cannot do (a stage that threw, a thread that died) is done by the main
+ * thread instead.
+ */
+
+/** What the worker sends the thread first: where the topology comes from and what the tasks need. */
+export interface ThreadInit {
+  /** The topology file, loaded again on the thread (stage functions cannot cross threads). */
+  readonly file: string;
+  readonly appId?: string | undefined;
+  readonly messageMaxBytes: number;
+  readonly topicMaxMessageBytes: Readonly<Record<string, number>>;
+}
+
+export type ToThread =
+  | ({ readonly type: 'init' } & ThreadInit)
+  | { readonly type: 'process'; readonly id: number; readonly runs: readonly { readonly subtopology: number; readonly run: PackedRun; readonly streamTime: number }[] };
+
+export type FromThread =
+  | { readonly type: 'ready'; readonly offloadable: readonly number[]; readonly sourceTopics: readonly (readonly string[])[] }
+  | { readonly type: 'failed'; readonly message: string }
+  | { readonly type: 'processed'; readonly id: number; readonly results: readonly RunResult[] };
+
+/** A worker_threads Worker, narrowed to what is used (a fake in tests). */
+export interface ThreadPort {
+  postMessage(message: ToThread, transfer?: readonly ArrayBuffer[]): void;
+  on(event: 'message', listener: (message: FromThread) => void): unknown;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  on(event: 'exit', listener: (code: number) => void): unknown;
+  terminate(): Promise<number>;
+}
+
+export type ThreadSpawner = () => ThreadPort;
+
+export class ProcessingThread {
+  private nextId = 0;
+  private readonly pending = new Map<number, (results: readonly RunResult[] | undefined) => void>();
+  private dead: string | undefined;
+
+  private constructor(
+    private readonly port: ThreadPort,
+    /** The sub-topologies the thread runs. */
+    readonly offloadable: ReadonlySet<number>,
+  ) {
+    port.on('message', (m) => {
+      if (m.type !== 'processed') return;
+      this.pending.get(m.id)?.(m.results);
+      this.pending.delete(m.id);
+    });
+    port.on('error', (e) => this.fail(`the processing thread failed: ${e.message}`));
+    port.on('exit', (code) => this.fail(`the processing thread exited (${code})`));
+  }
+
+  /**
+   * Starts the thread and waits until it loaded the topology. `expected`: each sub-topology's source
+   * topics on the main thread; a topology that compiles differently there (it reads its environment
+   * at import, say) is not run on the thread at all. Resolves to the reason when the thread is not used.
+   */
+  static async start(spawn: ThreadSpawner, init: ThreadInit, expected: readonly (readonly string[])[]): Promise<ProcessingThread | string> {
+    let port: ThreadPort;
+    try {
+      port = spawn();
+    } catch (e) {
+      return `could not start the processing thread: ${(e as Error).message}`;
+    }
+    const answer = await new Promise<FromThread | string>((resolve) => {
+      port.on('message', resolve);
+      port.on('error', (e) => resolve(`the processing thread failed to start: ${e.message}`));
+      port.on('exit', (code) => resolve(`the processing thread exited (${code}) while starting`));
+      port.postMessage({ type: 'init', ...init });
+    });
+    const refuse = async (why: string) => {
+      await port.terminate().catch(() => undefined);
+      return why;
+    };
+    if (typeof answer === 'string') return refuse(answer);
+    if (answer.type === 'failed') return refuse(`the processing thread could not load the topology: ${answer.message}`);
+    if (answer.type !== 'ready') return refuse(`the processing thread answered ${answer.type} to its start`);
+    if (JSON.stringify(answer.sourceTopics) !== JSON.stringify(expected)) return refuse('the topology compiles differently on the processing thread');
+    if (answer.offloadable.length === 0) return refuse('no sub-topology of this topology can run on the processing thread');
+    return new ProcessingThread(port, new Set(answer.offloadable));
+  }
+
+  /** Whether the thread still runs; once it failed, the main thread does all the work. */
+  get alive(): boolean {
+    return this.dead === undefined;
+  }
+
+  /** Why the thread stopped being used, if it did. */
+  get failure(): string | undefined {
+    return this.dead;
+  }
+
+  /** The runs' results in order, or undefined when the thread could not process them (it died). */
+  process(runs: readonly { readonly subtopology: number; readonly run: PackedRun; readonly streamTime: number }[]): Promise<readonly RunResult[] | undefined> {
+    if (this.dead !== undefined) return Promise.resolve(undefined);
+    const id = this.nextId++;
+    const transfer: ArrayBuffer[] = [];
+    for (const { run } of runs) transfer.push(run.bytes, run.fields.buffer as ArrayBuffer);
+    return new Promise((resolve) => {
+      this.pending.set(id, resolve);
+      this.port.postMessage({ type: 'process', id, runs }, transfer);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.fail('closed');
+    await this.port.terminate().catch(() => undefined);
+  }
+
+  private fail(why: string): void {
+    this.dead ??= why;
+    for (const resolve of this.pending.values()) resolve(undefined);
+    this.pending.clear();
+  }
+}

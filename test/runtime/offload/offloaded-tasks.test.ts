@@ -1,0 +1,166 @@
+import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LINEAGE } from '../../../src/core/headers.ts';
+import type { IncomingRecord, OutgoingRecord } from '../../../src/core/records.ts';
+import { RecordSizeLimits } from '../../../src/core/record-size.ts';
+import { TopologyBuilder } from '../../../src/dsl/builder.ts';
+import { compile } from '../../../src/graph/compile.ts';
+import { OffloadedTasks, offloadableSubtopologies } from '../../../src/runtime/offload/offloaded-tasks.ts';
+import type { FromThread, ThreadPort, ToThread } from '../../../src/runtime/offload/processing-thread.ts';
+import { forEachOutput, packRun } from '../../../src/runtime/offload/record-transfer.ts';
+import { createTask } from '../../../src/runtime/task.ts';
+import { Worker, type WorkerEvent } from '../../../src/runtime/worker.ts';
+import { jsonSerde, stringSerde } from '../../../src/serdes/index.ts';
+import { FakeCluster } from '../fake-kafka.ts';
+
+const strings = { key: stringSerde, value: stringSerde };
+/**
+ * Set while the in-process stand-in of the thread runs records: the filter then fails on `odd` (it
+ * returns a promise, which a filter may not), as a stage may fail on one thread and not on the other.
+ */
+let onThread = false;
+
+/** filter → mapValues (dead-letters `bad`) → out; with `counting`, a second, stateful sub-topology the thread must not take. */
+function app(counting = false) {
+  const builder = new TopologyBuilder({ appId: 'app' });
+  builder
+    .stream('in', strings)
+    .filter((_k, v) => (v === 'odd' && onThread ? (Promise.resolve(true) as unknown as boolean) : v !== 'skip'))
+    .mapValues((v) => {
+      if (v === 'bad') throw new Error('bad value');
+      return v!.toUpperCase();
+    }, { value: stringSerde })
+    .to('out', strings);
+  if (counting) builder.stream('counted', strings).groupByKey().count({ name: 'count' }).toStream().to('counts', { key: stringSerde, value: jsonSerde<number>() });
+  return compile(builder);
+}
+
+function record(offset: number, value: string): IncomingRecord {
+  return { topic: 'in', partition: 0, offset, key: Buffer.from(`k${offset}`), value: Buffer.from(value), timestamp: 100 + offset, headers: [] };
+}
+
+function describe(outputs: [OutgoingRecord, number][]): string[] {
+  return outputs.map(([o, input]) => `${input}:${o.topic}:${o.key?.toString()}=${o.topic === 'out' ? o.value?.toString() : '(dead letter)'}`);
+}
+
+test('only sub-topologies without stores, effects or registry serdes run on the processing thread', () => {
+  assert.deepEqual(offloadableSubtopologies(app(true)), [0]);
+});
+
+test('the thread computes what the main thread would: outputs and dead letters in order, each with its input record', async () => {
+  const plan = app();
+  const values = ['a', 'skip', 'bad', 'b'];
+  const records = values.map((v, i) => record(i, v));
+  const result = await new OffloadedTasks(plan, new RecordSizeLimits()).process(0, packRun('in', 0, records), Number.NEGATIVE_INFINITY);
+  const onThread: [OutgoingRecord, number][] = [];
+  forEachOutput(result.outputs, (o, input) => onThread.push([o, input]));
+
+  const direct: [OutgoingRecord, number][] = [];
+  const task = createTask(plan, 0, 0);
+  for (const [i, r] of records.entries()) await task.process(r, { send: (o) => void direct.push([o, i]) });
+  assert.equal(result.processed, 4);
+  assert.deepEqual(describe(onThread), ['0:out:k0=A', '2:app-dlq:k2=(dead letter)', '3:out:k3=B']);
+  assert.deepEqual(describe(onThread), describe(direct));
+  assert.equal(result.streamTime, 103);
+});
+
+test('a record whose stage throws (not dead-lettered) stops the run there: nothing of it is returned, the main thread takes over from it', async () => {
+  const records = ['a', 'odd', 'b'].map((v, i) => record(i, v));
+  onThread = true;
+  const processing = new OffloadedTasks(app(), new RecordSizeLimits()).process(0, packRun('in', 0, records), Number.NEGATIVE_INFINITY);
+  onThread = false;
+  const result = await processing;
+  const outputs: [OutgoingRecord, number][] = [];
+  forEachOutput(result.outputs, (o, input) => outputs.push([o, input]));
+  assert.equal(result.processed, 1);
+  assert.deepEqual(describe(outputs), ['0:out:k0=A']);
+});
+
+/** The processing thread in-process: the same protocol, messages cloned as posting them would. */
+class InProcessThread extends EventEmitter implements ThreadPort {
+  readonly requests: number[] = [];
+  private tasks: OffloadedTasks | undefined;
+  constructor(private readonly dieOnRequest = Number.POSITIVE_INFINITY) {
+    super();
+  }
+  postMessage(message: ToThread): void {
+    const m = structuredClone(message);
+    setImmediate(() => void this.handle(m));
+  }
+  private async handle(m: ToThread): Promise<void> {
+    if (m.type === 'init') {
+      const plan = app();
+      this.tasks = new OffloadedTasks(plan, new RecordSizeLimits(m.messageMaxBytes, m.topicMaxMessageBytes));
+      this.reply({ type: 'ready', offloadable: offloadableSubtopologies(plan), sourceTopics: plan.subtopologies.map((s) => s.sourceTopics) });
+      return;
+    }
+    if (this.requests.push(m.id) >= this.dieOnRequest) {
+      this.emit('exit', 1);
+      return;
+    }
+    const results = [];
+    for (const { subtopology, run, streamTime } of m.runs) {
+      onThread = true;
+      const processing = this.tasks!.process(subtopology, run, streamTime);
+      onThread = false;
+      results.push(await processing);
+    }
+    this.reply({ type: 'processed', id: m.id, results });
+  }
+  private reply(m: FromThread): void {
+    this.emit('message', structuredClone(m));
+  }
+  async terminate(): Promise<number> {
+    return 0;
+  }
+}
+
+async function runWorker(thread: InProcessThread | undefined, values: readonly string[]) {
+  const cluster = new FakeCluster({ in: 1, out: 1, 'app-dlq': 1 });
+  const worker = new Worker(
+    app(),
+    { bootstrap: 'fake:9092', appId: 'app', instanceId: 'i1', stateDir: mkdtempSync(join(tmpdir(), 'onceflow-offload-')), consumeBatchSize: 3, commitIntervalMs: 50, maxRecordsPerTransaction: 4 },
+    { clients: cluster.supplier(), ...(thread ? { processingThread: { spawn: () => thread, file: 'in-process' } } : {}) },
+  );
+  const events: WorkerEvent[] = [];
+  worker.on('event', (e: WorkerEvent) => events.push(e));
+  await worker.start();
+  cluster.consumers[0]!.rebalance('assign', [{ topic: 'in', partition: 0 }]);
+  cluster.append('in', 0, values);
+  const deadline = Date.now() + 5_000;
+  while (cluster.committed.get('in-0') !== values.length) {
+    if (Date.now() > deadline) throw new Error(`not everything committed: ${JSON.stringify(events)}`);
+    await sleep(5);
+  }
+  await worker.stop();
+  const outputs = cluster.outputs.map((o) => `${o.topic} ${o.key}=${o.topic === 'out' ? o.value : '(dead letter)'} ${o.headers[LINEAGE.header]}`);
+  return { outputs, events, worker };
+}
+
+const INPUT = ['a', 'skip', 'bad', 'b', 'odd', 'c', 'd', 'skip', 'e', 'f'];
+
+test('a worker with the processing thread commits the same outputs, with the same lineage, as without it, a record the thread failed on processed by the main thread', async () => {
+  const thread = new InProcessThread();
+  const withThread = await runWorker(thread, INPUT);
+  const without = await runWorker(undefined, INPUT);
+  assert.deepEqual(withThread.outputs, without.outputs);
+  assert.equal(withThread.outputs.filter((o) => o.startsWith('out ')).length, 7, withThread.outputs.join('\n'));
+  assert.ok(thread.requests.length >= 2, `the thread processed the batches (${thread.requests.length} requests)`);
+  assert.deepEqual(withThread.events.find((e) => e.type === 'processing-thread'), { type: 'processing-thread', subtopologies: [0] });
+});
+
+test('a processing thread that dies leaves its records to the main thread: nothing lost, nothing twice', async () => {
+  const thread = new InProcessThread(2);
+  const run = await runWorker(thread, INPUT);
+  const without = await runWorker(undefined, INPUT);
+  assert.deepEqual(run.outputs, without.outputs);
+  const off = run.events.filter((e) => e.type === 'processing-thread');
+  assert.equal(off.length, 2);
+  assert.match(String((off[1] as { off?: string }).off), /exited \(1\)/);
+  assert.equal((off[1] as { failed?: boolean }).failed, true);
+});
