@@ -333,7 +333,8 @@ export class Worker extends EventEmitter {
     this.offloaded.delete(batch);
     const results = await offloaded.results;
     if (results === undefined) {
-      this.emit('event', { type: 'processing-thread', subtopologies: [], off: this.thread?.failure ?? 'stopped', failed: true } satisfies WorkerEvent);
+      // Said once, by the first batch the dead thread left to the main thread.
+      if (this.thread !== undefined) this.emit('event', { type: 'processing-thread', subtopologies: [], off: this.thread.failure ?? 'stopped', failed: true } satisfies WorkerEvent);
       this.thread = undefined;
       return done;
     }

@@ -216,7 +216,9 @@ describe(`the packed ${pkg.name} tarball, installed into a project of its own`, 
       .replace('(_k, o) => o.customer', "(_k, o) => o!.split(':')[0]!")
       .replace('total + o.amount', "total + Number(o!.split(':')[1])");
     writeFileSync(join(app, 'run-topology.ts'), source);
-    const child = spawn('npx', ['--no-install', 'onceflow', 'run', 'run-topology.ts', '--app-id', `pack-run-${tag}`, '--events', '--no-typecheck'], { cwd: app, env: { ...process.env, ONCEFLOW_BOOTSTRAP: bootstrap }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // The bin itself, not through npx: a signal to npx does not reach the worker, which would outlive the test.
+    const child = spawn(join(app, 'node_modules', '.bin', 'onceflow'), ['run', 'run-topology.ts', '--app-id', `pack-run-${tag}`, '--events', '--no-typecheck'], { cwd: app, env: { ...process.env, ONCEFLOW_BOOTSTRAP: bootstrap }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const events: { type: string; subtopologies?: number[]; off?: string }[] = [];
@@ -232,6 +234,8 @@ describe(`the packed ${pkg.name} tarball, installed into a project of its own`, 
       }
     } finally {
       child.kill('SIGTERM');
+      const stopped = await Promise.race([exited.then(() => true), sleep(40_000).then(() => false)]);
+      if (!stopped) child.kill('SIGKILL');
     }
     assert.deepEqual([...totals].sort(), [['c1', 10], ['c2', 1]], stderr);
     const thread = events.find((e) => e.type === 'processing-thread');
