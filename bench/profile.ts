@@ -111,9 +111,15 @@ try {
   child.kill('SIGTERM');
   await new Promise<void>((resolve) => child.on('exit', () => resolve()));
   if (doneAt === undefined) throw new Error('the worker did not commit the whole input within 600 s');
-  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
-  if (!file) throw new Error(`no .cpuprofile in ${dir}`);
+  // One profile per thread, named CPU.<date>.<time>.<pid>.<thread id>.<n>.cpuprofile: thread 0 is the main
+  // thread, another the processing thread (docs/operations.md#the-processing-thread).
+  const profiles = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
+  const threadOf = (f: string) => Number(f.split('.').at(-3));
+  const file = profiles.find((f) => threadOf(f) === 0);
+  if (!file) throw new Error(`no main-thread .cpuprofile in ${dir}`);
   const split = categorize(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile);
+  const helper = profiles.find((f) => threadOf(f) !== 0);
+  const helperSplit = helper === undefined ? undefined : categorize(JSON.parse(readFileSync(join(dir, helper), 'utf8')) as CpuProfile);
   const report = {
     pipeline,
     guarantee: flags.guarantee,
@@ -125,6 +131,9 @@ try {
     mainThreadMicrosPerRecord: Object.fromEntries(Object.entries(split.byCategory).map(([k, v]) => [k, round((v * 1000) / records)])),
     topFunctions: split.top,
     profile: join(dir, file),
+    ...(helperSplit === undefined
+      ? {}
+      : { processingThreadMicrosPerRecord: Object.fromEntries(Object.entries(helperSplit.byCategory).map(([k, v]) => [k, round((v * 1000) / records)])), processingThreadProfile: join(dir, helper!) }),
   };
   const text = [
     `${pipeline} (${flags.guarantee}), ${records} records; wall ${report.wallSeconds.toFixed(1)} s incl. start-up; process CPU ${cpuAtDone?.toFixed(1)} s = ${report.processCpuMicrosPerRecord?.toFixed(1)} µs/record`,
@@ -133,6 +142,14 @@ try {
     ...Object.entries(report.mainThreadMicrosPerRecord).sort((a, b) => b[1] - a[1]).map(([k, v]) => `  ${k.padEnd(22)} ${v.toFixed(1)}`),
     'top self-time functions (ms):',
     ...split.top.slice(0, 25).map((t) => `  ${t.ms.toFixed(0).padStart(7)}  ${t.category.padEnd(18)} ${t.name}`),
+    ...(report.processingThreadMicrosPerRecord === undefined
+      ? ['processing thread: not used']
+      : [
+          'processing thread, µs per input record:',
+          ...Object.entries(report.processingThreadMicrosPerRecord).sort((a, b) => b[1] - a[1]).map(([k, v]) => `  ${k.padEnd(22)} ${v.toFixed(1)}`),
+          'processing thread, top self-time functions (ms):',
+          ...helperSplit!.top.slice(0, 12).map((t) => `  ${t.ms.toFixed(0).padStart(7)}  ${t.category.padEnd(18)} ${t.name}`),
+        ]),
   ].join('\n');
   process.stdout.write(`${text}\n`);
   if (flags.json) writeFileSync(flags.json, `${JSON.stringify(report, null, 2)}\n`);

@@ -43,6 +43,9 @@ export interface ThreadPort {
 
 export type ThreadSpawner = () => ThreadPort;
 
+/** How long the thread may take to load the topology before the worker goes on without it. */
+export const START_TIMEOUT_MS = 30_000;
+
 export class ProcessingThread {
   private nextId = 0;
   private readonly pending = new Map<number, (results: readonly RunResult[] | undefined) => void>();
@@ -67,19 +70,22 @@ export class ProcessingThread {
    * topics on the main thread; a topology that compiles differently there (it reads its environment
    * at import, say) is not run on the thread at all. Resolves to the reason when the thread is not used.
    */
-  static async start(spawn: ThreadSpawner, init: ThreadInit, expected: readonly (readonly string[])[]): Promise<ProcessingThread | string> {
+  static async start(spawn: ThreadSpawner, init: ThreadInit, expected: readonly (readonly string[])[], timeoutMs = START_TIMEOUT_MS): Promise<ProcessingThread | string> {
     let port: ThreadPort;
     try {
       port = spawn();
     } catch (e) {
       return `could not start the processing thread: ${(e as Error).message}`;
     }
+    let timer: NodeJS.Timeout | undefined;
     const answer = await new Promise<FromThread | string>((resolve) => {
       port.on('message', resolve);
       port.on('error', (e) => resolve(`the processing thread failed to start: ${e.message}`));
       port.on('exit', (code) => resolve(`the processing thread exited (${code}) while starting`));
+      // A topology file whose import never ends must not hold the worker's start.
+      timer = setTimeout(() => resolve(`the processing thread did not load the topology within ${timeoutMs} ms`), timeoutMs);
       port.postMessage({ type: 'init', ...init });
-    });
+    }).finally(() => clearTimeout(timer));
     const refuse = async (why: string) => {
       await port.terminate().catch(() => undefined);
       return why;
