@@ -118,8 +118,12 @@ try {
   const file = profiles.find((f) => threadOf(f) === 0);
   if (!file) throw new Error(`no main-thread .cpuprofile in ${dir}`);
   const split = categorize(JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile);
-  const helper = profiles.find((f) => threadOf(f) !== 0);
-  const helperSplit = helper === undefined ? undefined : categorize(JSON.parse(readFileSync(join(dir, helper), 'utf8')) as CpuProfile);
+  // Other threads are the processing thread and the module loader's (tsx's hooks): the busiest is the former.
+  const busy = (split: ReturnType<typeof categorize>) => Object.entries(split.byCategory).reduce((n, [k, v]) => (k === 'idle' ? n : n + v), 0);
+  const helpers = profiles.filter((f) => threadOf(f) !== 0).map((f) => ({ file: f, split: categorize(JSON.parse(readFileSync(join(dir, f), 'utf8')) as CpuProfile) }));
+  const busiest = helpers.sort((a, b) => busy(b.split) - busy(a.split))[0];
+  const helper = busiest?.file;
+  const helperSplit = busiest?.split;
   const report = {
     pipeline,
     guarantee: flags.guarantee,
