@@ -121,6 +121,11 @@ export function disconnect(c: KafkaConsumer | Producer, timeoutMs = 5000): Promi
   return new Promise((res) => {
     const timer = setTimeout(res, timeoutMs);
     try {
+      // The binding deletes a producer's librdkafka handle on a libuv thread, and its poll() takes no lock:
+      // a poll-interval tick during that delete polls freed memory and the process dies with SIGSEGV
+      // (reproduced in rd_kafka_q_serve under Producer::NodePoll). The flush inside disconnect still serves
+      // the last delivery reports.
+      if (c instanceof RdProducer) c.setPollInterval(0);
       c.disconnect(() => {
         clearTimeout(timer);
         res();
