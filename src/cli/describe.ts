@@ -4,6 +4,7 @@ import type { CompiledTopology } from '../graph/compiled.ts';
 import type { CompiledNode } from '../graph/types.ts';
 import { STAGE_KINDS, type KeyValueFn } from '../dsl/nodes.ts';
 import { loadTopology } from '../dsl/load.ts';
+import { offloadableSubtopologies } from '../runtime/offload/offloaded-tasks.ts';
 import { typecheckTopology } from './typecheck.ts';
 import { sessionJson, sessionText, timeDetails, timeDetailsText, type TimeDetails } from './describe-time.ts';
 
@@ -20,6 +21,8 @@ export interface TopologyDescription {
   readonly totalRetryBudgetMs: number;
   readonly subtopologies: readonly {
     readonly id: number;
+    /** Stateless (no store, effect or registry serde): under `onceflow run` its records are decoded, processed and encoded on the processing thread. */
+    readonly processingThread: boolean;
     readonly nodes: readonly ({
       readonly name: string;
       readonly kind: string;
@@ -59,7 +62,11 @@ function idempotencyKeyText(fn: KeyValueFn | undefined): string {
   return source.length > 80 ? `${source.slice(0, 77)}...` : source;
 }
 
+/** The note after a sub-topology's heading when the processing thread runs it. */
+const ON_PROCESSING_THREAD = 'stateless: runs on the processing thread under onceflow run';
+
 export function describeJson(c: CompiledTopology): TopologyDescription {
+  const offloadable = new Set(offloadableSubtopologies(c));
   return {
     appId: c.appId,
     ...(c.sourceFile !== undefined ? { sourceFile: c.sourceFile } : {}),
@@ -68,6 +75,7 @@ export function describeJson(c: CompiledTopology): TopologyDescription {
     totalRetryBudgetMs: c.totalRetryBudgetMs(),
     subtopologies: c.subtopologies.map((s) => ({
       id: s.id,
+      processingThread: offloadable.has(s.id),
       nodes: s.nodes.map((n) => ({
         name: n.name,
         kind: n.kind,
@@ -105,10 +113,11 @@ export function describeJson(c: CompiledTopology): TopologyDescription {
 /** Kafka Streams' Topology#describe() layout, plus stores, topics and each node's EOS boundary. */
 export function describeText(c: CompiledTopology): string {
   const lines: string[] = [];
+  const offloadable = new Set(offloadableSubtopologies(c));
   lines.push(`Topology: ${c.appId}${c.sourceFile !== undefined ? ` (${c.sourceFile})` : ''}`);
   lines.push('Topologies:');
   for (const s of c.subtopologies) {
-    lines.push(`   Sub-topology: ${s.id}`);
+    lines.push(`   Sub-topology: ${s.id}${offloadable.has(s.id) ? ` [${ON_PROCESSING_THREAD}]` : ''}`);
     for (const n of s.nodes) {
       const role = roleOf(n);
       const eos = `[${n.boundaryText}]`;
@@ -161,8 +170,9 @@ export function describeMermaid(c: CompiledTopology): string {
   const topicIds = new Map<string, string>();
   const topicId = (t: string): string => topicIds.get(t) ?? topicIds.set(t, `t${topicIds.size}`).get(t)!;
   const external: string[] = [];
+  const offloadable = new Set(offloadableSubtopologies(c));
   for (const s of c.subtopologies) {
-    lines.push(`  subgraph sub${s.id}["Sub-topology ${s.id}"]`);
+    lines.push(`  subgraph sub${s.id}["Sub-topology ${s.id}${offloadable.has(s.id) ? '<br/>processing thread' : ''}"]`);
     for (const n of s.nodes) {
       const id = ids.get(n.name)!;
       const extra = n.stores.length > 0 ? `<br/>stores: ${n.stores.join(', ')}` : '';

@@ -2,49 +2,19 @@
 // the records the worker hands it through the stateless sub-topologies' tasks.
 import { createRequire } from 'node:module';
 import { parentPort } from 'node:worker_threads';
-import { RecordSizeLimits } from '../core/record-size.ts';
 import { loadTopology } from '../dsl/load.ts';
 import { compile } from '../graph/compile.ts';
-import type { CompiledTopology } from '../graph/compiled.ts';
-import { OffloadedTasks, offloadableSubtopologies, type RunResult } from '../runtime/offload/offloaded-tasks.ts';
-import type { FromThread, ToThread } from '../runtime/offload/processing-thread.ts';
+import { ThreadRequests } from '../runtime/offload/thread-requests.ts';
+import type { ToThread } from '../runtime/offload/processing-thread.ts';
 
 const port = parentPort;
 if (port === null) throw new Error('processing-thread-main runs only as a worker thread');
 withoutKafkaBinding();
-const reply = (m: FromThread, transfer: ArrayBuffer[] = []) => port.postMessage(m, transfer);
-
-let tasks: OffloadedTasks | undefined;
-// One request at a time, in the order sent: a partition's runs must be processed in order.
-let queue: Promise<void> = Promise.resolve();
-
-port.on('message', (m: ToThread) => {
-  queue = queue.then(() => handle(m)).catch((e: unknown) => reply({ type: 'failed', message: e instanceof Error ? e.message : String(e) }));
-});
-
-async function handle(m: ToThread): Promise<void> {
-  if (m.type === 'init') {
-    let plan: CompiledTopology;
-    try {
-      plan = compile(await loadTopology(m.file), m.appId !== undefined ? { appId: m.appId } : {});
-    } catch (e) {
-      reply({ type: 'failed', message: e instanceof Error ? e.message : String(e) });
-      return;
-    }
-    tasks = new OffloadedTasks(plan, new RecordSizeLimits(m.messageMaxBytes, m.topicMaxMessageBytes));
-    reply({ type: 'ready', offloadable: offloadableSubtopologies(plan), sourceTopics: plan.subtopologies.map((s) => s.sourceTopics) });
-    return;
-  }
-  if (tasks === undefined) throw new Error('records before the topology was loaded');
-  const results: RunResult[] = [];
-  const transfer: ArrayBuffer[] = [];
-  for (const { subtopology, run, streamTime } of m.runs) {
-    const result = await tasks.process(subtopology, run, streamTime);
-    results.push(result);
-    transfer.push(result.outputs.bytes, result.outputs.fields.buffer as ArrayBuffer);
-  }
-  reply({ type: 'processed', id: m.id, results }, transfer);
-}
+const requests = new ThreadRequests(
+  async (init) => compile(await loadTopology(init.file), init.appId !== undefined ? { appId: init.appId } : {}),
+  (message, transfer) => port.postMessage(message, transfer),
+);
+port.on('message', (message: ToThread) => void requests.receive(message));
 
 /**
  * The Kafka client's native binding loads once per process (it is not context-aware: a second load,

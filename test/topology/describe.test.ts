@@ -65,7 +65,7 @@ Topics:
 
 const WORD_COUNT_TEXT = `Topology: word-count
 Topologies:
-   Sub-topology: 0
+   Sub-topology: 0 [stateless: runs on the processing thread under onceflow run]
     Source: KSTREAM-SOURCE-0000000000 (topics: [lines]) [inside the Kafka transaction]
       --> KSTREAM-FLATMAPVALUES-0000000001
     Processor: KSTREAM-FLATMAPVALUES-0000000001 (flatMapValues, stores: []) [inside the Kafka transaction]
@@ -98,7 +98,7 @@ Topics:
   word-count-dlq (dead-letter, internal, cleanup.policy=delete)`;
 
 const WORD_COUNT_MERMAID = `flowchart LR
-  subgraph sub0["Sub-topology 0"]
+  subgraph sub0["Sub-topology 0<br/>processing thread"]
     n0["KSTREAM-SOURCE-0000000000<br/>source"]
     n1["KSTREAM-FLATMAPVALUES-0000000001<br/>flatMapValues"]
     n2["KSTREAM-GROUPBY-0000000002<br/>groupBy"]
@@ -145,6 +145,9 @@ test('describe json carries sub-topologies, stores, topics and the EOS boundary 
   assert.equal(d.appId, 'orders');
   assert.equal(d.deadLetterTopic, 'orders-dlq');
   assert.deepEqual(d.subtopologies.map((s) => s.id), [0, 1, 2]);
+  // Each holds a store: none runs on the processing thread. word-count's first (split, group by word) does.
+  assert.deepEqual(d.subtopologies.map((s) => s.processingThread), [false, false, false]);
+  assert.deepEqual(describeJson(compile(wordCountTopology())).subtopologies.map((s) => s.processingThread), [true, false]);
   assert.deepEqual(d.stores.map((s) => [s.name, s.kind, s.subtopology]), [['order-events-seen', 'dedupe', 0], ['order-versions', 'version', 1], ['customer-paid', 'key-value', 2]]);
   const all = d.subtopologies.flatMap((s) => s.nodes);
   assert.ok(all.every((n) => n.boundary === 'transactional' && n.eos === 'inside the Kafka transaction'));

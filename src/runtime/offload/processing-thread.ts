@@ -38,6 +38,9 @@ export interface ThreadPort {
   on(event: 'message', listener: (message: FromThread) => void): unknown;
   on(event: 'error', listener: (error: Error) => void): unknown;
   on(event: 'exit', listener: (code: number) => void): unknown;
+  off(event: 'message', listener: (message: FromThread) => void): unknown;
+  off(event: 'error', listener: (error: Error) => void): unknown;
+  off(event: 'exit', listener: (code: number) => void): unknown;
   terminate(): Promise<number>;
 }
 
@@ -78,14 +81,27 @@ export class ProcessingThread {
       return `could not start the processing thread: ${(e as Error).message}`;
     }
     let timer: NodeJS.Timeout | undefined;
+    let listeners: { readonly message: (m: FromThread) => void; readonly error: (e: Error) => void; readonly exit: (code: number) => void } | undefined;
     const answer = await new Promise<FromThread | string>((resolve) => {
-      port.on('message', resolve);
-      port.on('error', (e) => resolve(`the processing thread failed to start: ${e.message}`));
-      port.on('exit', (code) => resolve(`the processing thread exited (${code}) while starting`));
+      listeners = {
+        message: resolve,
+        error: (e) => resolve(`the processing thread failed to start: ${e.message}`),
+        exit: (code) => resolve(`the processing thread exited (${code}) while starting`),
+      };
+      port.on('message', listeners.message);
+      port.on('error', listeners.error);
+      port.on('exit', listeners.exit);
       // A topology file whose import never ends must not hold the worker's start.
       timer = setTimeout(() => resolve(`the processing thread did not load the topology within ${timeoutMs} ms`), timeoutMs);
       port.postMessage({ type: 'init', ...init });
-    }).finally(() => clearTimeout(timer));
+    }).finally(() => {
+      clearTimeout(timer);
+      // The running thread's own listeners take over; these would answer a promise settled long ago.
+      if (listeners === undefined) return;
+      port.off('message', listeners.message);
+      port.off('error', listeners.error);
+      port.off('exit', listeners.exit);
+    });
     const refuse = async (why: string) => {
       await port.terminate().catch(() => undefined);
       return why;

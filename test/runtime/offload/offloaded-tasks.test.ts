@@ -11,7 +11,8 @@ import { RecordSizeLimits } from '../../../src/core/record-size.ts';
 import { TopologyBuilder } from '../../../src/dsl/builder.ts';
 import { compile } from '../../../src/graph/compile.ts';
 import { OffloadedTasks, offloadableSubtopologies } from '../../../src/runtime/offload/offloaded-tasks.ts';
-import type { FromThread, ThreadPort, ToThread } from '../../../src/runtime/offload/processing-thread.ts';
+import type { ThreadPort, ToThread } from '../../../src/runtime/offload/processing-thread.ts';
+import { ThreadRequests } from '../../../src/runtime/offload/thread-requests.ts';
 import { forEachOutput, packRun } from '../../../src/runtime/offload/record-transfer.ts';
 import { createTask } from '../../../src/runtime/task.ts';
 import { Worker, type WorkerEvent } from '../../../src/runtime/worker.ts';
@@ -20,17 +21,15 @@ import { FakeCluster } from '../fake-kafka.ts';
 
 const strings = { key: stringSerde, value: stringSerde };
 /**
- * Set while the in-process stand-in of the thread runs records: the filter then fails on `odd` (it
- * returns a promise, which a filter may not), as a stage may fail on one thread and not on the other.
+ * filter → mapValues (dead-letters `bad`) → out; with `counting`, a second, stateful sub-topology the thread must not take.
+ * `asOnThread`: the thread's own copy, whose filter fails on `odd` (it returns a promise, which a filter
+ * may not), as a stage may fail on one thread and not on the other.
  */
-let onThread = false;
-
-/** filter → mapValues (dead-letters `bad`) → out; with `counting`, a second, stateful sub-topology the thread must not take. */
-function app(counting = false) {
+function app(counting = false, asOnThread = false) {
   const builder = new TopologyBuilder({ appId: 'app' });
   builder
     .stream('in', strings)
-    .filter((_k, v) => (v === 'odd' && onThread ? (Promise.resolve(true) as unknown as boolean) : v !== 'skip'))
+    .filter((_k, v) => (v === 'odd' && asOnThread ? (Promise.resolve(true) as unknown as boolean) : v !== 'skip'))
     .mapValues((v) => {
       if (v === 'bad') throw new Error('bad value');
       return v!.toUpperCase();
@@ -71,10 +70,7 @@ test('the thread computes what the main thread would: outputs and dead letters i
 
 test('a record whose stage throws (not dead-lettered) stops the run there: nothing of it is returned, the main thread takes over from it', async () => {
   const records = ['a', 'odd', 'b'].map((v, i) => record(i, v));
-  onThread = true;
-  const processing = new OffloadedTasks(app(), new RecordSizeLimits()).process(0, packRun('in', 0, records), Number.NEGATIVE_INFINITY);
-  onThread = false;
-  const result = await processing;
+  const result = await new OffloadedTasks(app(false, true), new RecordSizeLimits()).process(0, packRun('in', 0, records), Number.NEGATIVE_INFINITY);
   const outputs: [OutgoingRecord, number][] = [];
   forEachOutput(result.outputs, (o, input) => outputs.push([o, input]));
   assert.equal(result.processed, 1);
@@ -84,36 +80,31 @@ test('a record whose stage throws (not dead-lettered) stops the run there: nothi
 /** The processing thread in-process: the same protocol, messages cloned as posting them would. */
 class InProcessThread extends EventEmitter implements ThreadPort {
   readonly requests: number[] = [];
-  private tasks: OffloadedTasks | undefined;
+  /** Runs the thread stopped short of their end (a record it failed on, left to the main thread). */
+  shortRuns = 0;
+  private readonly runLengths = new Map<number, number[]>();
+  private readonly handler = new ThreadRequests(
+    async () => app(false, true),
+    (m) => {
+      if (m.type === 'processed') this.shortRuns += m.results.filter((r, i) => r.processed < (this.runLengths.get(m.id)?.[i] ?? 0)).length;
+      this.emit('message', structuredClone(m));
+    },
+  );
   constructor(private readonly dieOnRequest = Number.POSITIVE_INFINITY) {
     super();
   }
   postMessage(message: ToThread): void {
     const m = structuredClone(message);
-    setImmediate(() => void this.handle(m));
-  }
-  private async handle(m: ToThread): Promise<void> {
-    if (m.type === 'init') {
-      const plan = app();
-      this.tasks = new OffloadedTasks(plan, new RecordSizeLimits(m.messageMaxBytes, m.topicMaxMessageBytes));
-      this.reply({ type: 'ready', offloadable: offloadableSubtopologies(plan), sourceTopics: plan.subtopologies.map((s) => s.sourceTopics) });
-      return;
-    }
-    if (this.requests.push(m.id) >= this.dieOnRequest) {
-      this.emit('exit', 1);
-      return;
-    }
-    const results = [];
-    for (const { subtopology, run, streamTime } of m.runs) {
-      onThread = true;
-      const processing = this.tasks!.process(subtopology, run, streamTime);
-      onThread = false;
-      results.push(await processing);
-    }
-    this.reply({ type: 'processed', id: m.id, results });
-  }
-  private reply(m: FromThread): void {
-    this.emit('message', structuredClone(m));
+    setImmediate(() => {
+      if (m.type === 'process') {
+        if (this.requests.push(m.id) >= this.dieOnRequest) {
+          this.emit('exit', 1);
+          return;
+        }
+        this.runLengths.set(m.id, m.runs.map((r) => r.run.count));
+      }
+      void this.handler.receive(m);
+    });
   }
   async terminate(): Promise<number> {
     return 0;
@@ -151,6 +142,7 @@ test('a worker with the processing thread commits the same outputs, with the sam
   assert.deepEqual(withThread.outputs, without.outputs);
   assert.equal(withThread.outputs.filter((o) => o.startsWith('out ')).length, 7, withThread.outputs.join('\n'));
   assert.ok(thread.requests.length >= 2, `the thread processed the batches (${thread.requests.length} requests)`);
+  assert.ok(thread.shortRuns >= 1, 'the thread failed on `odd` and left it to the main thread');
   assert.deepEqual(withThread.events.find((e) => e.type === 'processing-thread'), { type: 'processing-thread', subtopologies: [0] });
 });
 

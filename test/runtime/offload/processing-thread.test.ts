@@ -44,6 +44,8 @@ test('requests in flight when the thread dies resolve to undefined; later ones t
   const thread = new ScriptedThread({ type: 'ready', offloadable: [0], sourceTopics: [['orders']] });
   const started = await ProcessingThread.start(() => thread, INIT, [['orders']]);
   assert.ok(started instanceof ProcessingThread);
+  // The start's own listeners are gone: only the running thread's remain.
+  assert.deepEqual(['message', 'error', 'exit'].map((event) => thread.listenerCount(event)), [1, 1, 1]);
   const run = { topic: 'orders', partition: 0, count: 0, fields: new Float64Array(0), bytes: new ArrayBuffer(0), headers: undefined, lineages: undefined };
   const inFlight = started.process([{ subtopology: 0, run, streamTime: 0 }]);
   thread.emit('exit', 1);

@@ -1,0 +1,54 @@
+import { RecordSizeLimits } from '../../core/record-size.ts';
+import type { TaskPlan } from '../../graph/types.ts';
+import { OffloadedTasks, offloadableSubtopologies, type RunResult } from './offloaded-tasks.ts';
+import type { FromThread, ThreadInit, ToThread } from './processing-thread.ts';
+
+/**
+ * The processing thread's side of its protocol with the worker: the topology loaded at `init`, then
+ * each request's runs processed and answered. Requests are handled one at a time in the order they
+ * came: a partition's runs must be processed in order.
+ */
+export class ThreadRequests {
+  #tasks: OffloadedTasks | undefined;
+  #queue: Promise<void> = Promise.resolve();
+
+  constructor(
+    /** The topology as the thread has it (loaded again from its file: stage functions cannot cross threads). */
+    private readonly load: (init: ThreadInit) => Promise<TaskPlan>,
+    private readonly reply: (message: FromThread, transfer: ArrayBuffer[]) => void,
+  ) {}
+
+  /** Queues a request; whatever it throws is answered as `failed`. */
+  receive(message: ToThread): Promise<void> {
+    this.#queue = this.#queue.then(() => this.#handle(message)).catch((e: unknown) => this.reply({ type: 'failed', message: errorText(e) }, []));
+    return this.#queue;
+  }
+
+  async #handle(message: ToThread): Promise<void> {
+    if (message.type === 'init') {
+      let plan: TaskPlan;
+      try {
+        plan = await this.load(message);
+      } catch (e) {
+        this.reply({ type: 'failed', message: errorText(e) }, []);
+        return;
+      }
+      this.#tasks = new OffloadedTasks(plan, new RecordSizeLimits(message.messageMaxBytes, message.topicMaxMessageBytes));
+      this.reply({ type: 'ready', offloadable: offloadableSubtopologies(plan), sourceTopics: plan.subtopologies.map((s) => s.sourceTopics) }, []);
+      return;
+    }
+    if (this.#tasks === undefined) throw new Error('records before the topology was loaded');
+    const results: RunResult[] = [];
+    const transfer: ArrayBuffer[] = [];
+    for (const { subtopology, run, streamTime } of message.runs) {
+      const result = await this.#tasks.process(subtopology, run, streamTime);
+      results.push(result);
+      transfer.push(result.outputs.bytes, result.outputs.fields.buffer as ArrayBuffer);
+    }
+    this.reply({ type: 'processed', id: message.id, results }, transfer);
+  }
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
