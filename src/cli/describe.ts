@@ -21,7 +21,7 @@ export interface TopologyDescription {
   readonly totalRetryBudgetMs: number;
   readonly subtopologies: readonly {
     readonly id: number;
-    /** Stateless (no store, effect or registry serde): under `onceflow run` its records are decoded, processed and encoded on the processing thread. */
+    /** Stateless (no store or effect): under `onceflow run` its records are decoded, processed and encoded on the processing thread. */
     readonly processingThread: boolean;
     readonly nodes: readonly ({
       readonly name: string;

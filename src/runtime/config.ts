@@ -56,7 +56,7 @@ export const workerConfigSchema = z
     /**
      * Runs the stateless sub-topologies' stages (deserialize, stage functions, serialize) on a helper
      * thread while the main thread consumes and produces (runtime/offload/). Only for a topology run from
-     * its file (`onceflow run`), and only for sub-topologies without stores, effects or registry serdes.
+     * its file (`onceflow run`), and only for sub-topologies without stores or effects.
      */
     processingThread: z.boolean().default(true),
     /** `persistent` keeps each task's stores in LMDB under stateDir, so a clean restart restores only the changelog's tail. */

@@ -233,10 +233,11 @@ export class Worker extends EventEmitter {
       });
     }
     await this.learnRecordLimits();
-    await this.startProcessingThread();
     for (const { serde, ctx } of this.topology.serdeUsages()) {
       await serde.prepare?.(ctx, { registryUrl: this.config.registryUrl });
     }
+    // After the main thread's prepare: a registry that cannot be reached fails the start there, once.
+    await this.startProcessingThread();
     await this.globalTables.load({ ...this.context.clientConfig(), 'group.id': this.config.appId }, this.partitionsByTopic);
     await this.output.connect();
     this.consumer = await this.clients.consumer(consumerConfig(this.context.clientConfig(), this.config, this.rebalances.onRebalance, (this.topology.copartitionGroups?.length ?? 0) > 0));
@@ -286,7 +287,7 @@ export class Worker extends EventEmitter {
     const limits = this.tasks.recordLimits;
     const started = await ProcessingThread.start(
       option.spawn,
-      { file: option.file, appId: this.config.appId, messageMaxBytes: limits.messageMaxBytes, topicMaxMessageBytes: limits.topicLimits() },
+      { file: option.file, appId: this.config.appId, registryUrl: this.config.registryUrl, messageMaxBytes: limits.messageMaxBytes, topicMaxMessageBytes: limits.topicLimits() },
       this.topology.subtopologies.map((s) => s.sourceTopics),
     );
     if (typeof started === 'string') {

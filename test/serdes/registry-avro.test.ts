@@ -15,10 +15,9 @@ import {
   WireMagicByteError,
   avroSerde,
   registryAvroSerde,
-  type SchemaRegistryClient,
-  type WriterSchemaLookup,
 } from '../../src/serdes/index.ts';
-import { parseAvroSchema, type AvroSchemaDefinition } from '../../src/serdes/avro-types.ts';
+import { parseAvroSchema } from '../../src/serdes/avro-types.ts';
+import { FakeRegistry } from '../support/fake-registry.ts';
 
 const ctx = { topic: 'orders', role: 'value' } as const;
 const plain = (v: unknown) => ({ ...(v as object) });
@@ -42,48 +41,6 @@ const v2 = {
     { name: 'status', type: 'string', default: 'NEW' },
   ],
 };
-
-/** In-memory registry: ids are global, subjects hold versions, `failures` simulates an outage. */
-class FakeRegistry implements SchemaRegistryClient {
-  readonly url = 'fake://registry';
-  readonly byId = new Map<number, string>();
-  readonly subjects = new Map<string, number[]>();
-  calls = 0;
-  failures = 0;
-  incompatible = new Set<string>();
-  private unavailable() {
-    this.calls++;
-    if (this.failures > 0) {
-      this.failures--;
-      throw new RegistryUnavailableError('fake outage');
-    }
-  }
-  async register(subject: string, schema: string): Promise<number> {
-    this.unavailable();
-    if (this.incompatible.has(schema)) throw new SchemaIncompatibleError(subject, 'fake rule');
-    for (const [id, s] of this.byId) if (s === schema) return this.add(subject, id);
-    const id = this.byId.size + 1;
-    this.byId.set(id, schema);
-    return this.add(subject, id);
-  }
-  private add(subject: string, id: number) {
-    const versions = this.subjects.get(subject) ?? [];
-    if (!versions.includes(id)) versions.push(id);
-    this.subjects.set(subject, versions);
-    return id;
-  }
-  async lookup(subject: string, schema: string): Promise<number | null> {
-    this.unavailable();
-    for (const id of this.subjects.get(subject) ?? []) if (this.byId.get(id) === schema) return id;
-    return null;
-  }
-  async writerSchema(id: number): Promise<WriterSchemaLookup> {
-    this.unavailable();
-    const s = this.byId.get(id);
-    if (s === undefined) return { status: 'not-found' };
-    return { status: 'found', type: parseAvroSchema(JSON.parse(s) as AvroSchemaDefinition) };
-  }
-}
 
 const env = { registryUrl: 'fake://registry' };
 const fast = { attempts: 3, initialDelayMs: 1, maxDelayMs: 2 };

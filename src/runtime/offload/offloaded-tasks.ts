@@ -1,14 +1,16 @@
 import type { OutgoingRecord } from '../../core/records.ts';
 import { RecordSizeLimits } from '../../core/record-size.ts';
 import type { StageKind } from '../../dsl/nodes.ts';
-import type { CompiledSubtopology, TaskPlan } from '../../graph/types.ts';
+import type { CompiledSubtopology, SerdeUsage, TaskPlan } from '../../graph/types.ts';
+import type { Serde } from '../../serdes/serde.ts';
 import { createTask, type Task } from '../task.ts';
 import { packOutputs, unpackRun, type PackedOutputs, type PackedRun } from './record-transfer.ts';
 
 /**
  * Stages that hold nothing across records and call nothing outside the thread: a sub-topology made
  * of these alone may run on the processing thread. Effects stay on the main thread (their clients and
- * pools are the worker's), and so do stages whose serdes talk to a schema registry.
+ * pools are the worker's). Serdes go with their stages: one that talks to a schema registry has its own
+ * client on the thread, prepared there (offloadedSerdeUsages) before any record.
  */
 const THREAD_SAFE_KINDS: ReadonlySet<StageKind> = new Set<StageKind>([
   'source', 'repartitionSource', 'filter', 'map', 'mapValues', 'flatMap', 'flatMapValues', 'selectKey', 'groupBy',
@@ -22,9 +24,30 @@ export function offloadableSubtopologies(plan: TaskPlan): number[] {
 
 function isOffloadable(sub: CompiledSubtopology): boolean {
   if (sub.stores.length > 0) return false;
-  return sub.nodes.every(
-    (n) => THREAD_SAFE_KINDS.has(n.kind) && n.stores.length === 0 && [n.keySerde, n.valueSerde].every((s) => s === undefined || (s.prepare === undefined && s.resolve === undefined)),
-  );
+  return sub.nodes.every((n) => THREAD_SAFE_KINDS.has(n.kind) && n.stores.length === 0);
+}
+
+/** Each serde the offloadable sub-topologies use, with its topic and role, once: what the thread prepares before it takes records. */
+export function offloadedSerdeUsages(plan: TaskPlan): SerdeUsage[] {
+  const offloadable = new Set(offloadableSubtopologies(plan));
+  const usages: SerdeUsage[] = [];
+  const seen = new Map<Serde<unknown>, Set<string>>();
+  const add = (serde: Serde<unknown> | undefined, topic: string, role: 'key' | 'value'): void => {
+    if (serde === undefined) return;
+    const contexts = seen.get(serde) ?? seen.set(serde, new Set()).get(serde)!;
+    if (contexts.has(`${role}\u0000${topic}`)) return;
+    contexts.add(`${role}\u0000${topic}`);
+    usages.push({ serde, ctx: { topic, role } });
+  };
+  for (const sub of plan.subtopologies) {
+    if (!offloadable.has(sub.id)) continue;
+    for (const node of sub.nodes) {
+      if (node.topic === undefined) continue;
+      add(node.keySerde, node.topic, 'key');
+      add(node.valueSerde, node.topic, 'value');
+    }
+  }
+  return usages;
 }
 
 /** What the thread made of one run: the outputs of its first `processed` records, and the task's stream time after them. */

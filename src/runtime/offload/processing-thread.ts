@@ -19,6 +19,8 @@ export interface ThreadInit {
   /** The topology file, loaded again on the thread (stage functions cannot cross threads). */
   readonly file: string;
   readonly appId?: string | undefined;
+  /** For serdes that talk to a schema registry: the thread prepares its own copies against it. */
+  readonly registryUrl?: string | undefined;
   readonly messageMaxBytes: number;
   readonly topicMaxMessageBytes: Readonly<Record<string, number>>;
 }

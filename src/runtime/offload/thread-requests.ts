@@ -1,6 +1,6 @@
 import { RecordSizeLimits } from '../../core/record-size.ts';
 import type { TaskPlan } from '../../graph/types.ts';
-import { OffloadedTasks, offloadableSubtopologies, type RunResult } from './offloaded-tasks.ts';
+import { OffloadedTasks, offloadableSubtopologies, offloadedSerdeUsages, type RunResult } from './offloaded-tasks.ts';
 import type { FromThread, ThreadInit, ToThread } from './processing-thread.ts';
 
 /**
@@ -29,6 +29,12 @@ export class ThreadRequests {
       let plan: TaskPlan;
       try {
         plan = await this.load(message);
+        // Registers or looks up the schemas as the main thread did: the same schema gets the same id.
+        for (const { serde, ctx } of offloadedSerdeUsages(plan)) {
+          await serde.prepare?.(ctx, { registryUrl: message.registryUrl }).catch((e: unknown) => {
+            throw new Error(`preparing the ${ctx.role} serde ${serde.name} of ${ctx.topic}: ${errorText(e)}`);
+          });
+        }
       } catch (e) {
         this.reply({ type: 'failed', message: errorText(e) }, []);
         return;

@@ -11,13 +11,14 @@ import { RecordSizeLimits } from '../../../src/core/record-size.ts';
 import { TopologyBuilder } from '../../../src/dsl/builder.ts';
 import { compile } from '../../../src/graph/compile.ts';
 import { OffloadedTasks, offloadableSubtopologies } from '../../../src/runtime/offload/offloaded-tasks.ts';
-import type { ThreadPort, ToThread } from '../../../src/runtime/offload/processing-thread.ts';
+import type { FromThread, ThreadPort, ToThread } from '../../../src/runtime/offload/processing-thread.ts';
 import { ThreadRequests } from '../../../src/runtime/offload/thread-requests.ts';
 import { forEachOutput, packRun } from '../../../src/runtime/offload/record-transfer.ts';
 import { createTask } from '../../../src/runtime/task.ts';
 import { Worker, type WorkerEvent } from '../../../src/runtime/worker.ts';
-import { jsonSerde, stringSerde } from '../../../src/serdes/index.ts';
+import { jsonSerde, registryAvroSerde, stringSerde } from '../../../src/serdes/index.ts';
 import { FakeCluster } from '../fake-kafka.ts';
+import { FakeRegistry } from '../../support/fake-registry.ts';
 
 const strings = { key: stringSerde, value: stringSerde };
 /**
@@ -47,7 +48,7 @@ function describe(outputs: [OutgoingRecord, number][]): string[] {
   return outputs.map(([o, input]) => `${input}:${o.topic}:${o.key?.toString()}=${o.topic === 'out' ? o.value?.toString() : '(dead letter)'}`);
 }
 
-test('only sub-topologies without stores, effects or registry serdes run on the processing thread', () => {
+test('only sub-topologies without stores or effects run on the processing thread', () => {
   assert.deepEqual(offloadableSubtopologies(app(true)), [0]);
 });
 
@@ -155,4 +156,50 @@ test('a processing thread that dies leaves its records to the main thread: nothi
   assert.equal(off.length, 2);
   assert.match(String((off[1] as { off?: string }).off), /exited \(1\)/);
   assert.equal((off[1] as { failed?: boolean }).failed, true);
+});
+
+const ORDER_V1 = { type: 'record', name: 'Order', namespace: 't', fields: [{ name: 'orderId', type: 'string' }, { name: 'amount', type: 'long' }] };
+// v2 adds a field with a default: v1 records are read as v2 through v1's writer schema, which is fetched from the registry.
+const ORDER_V2 = { ...ORDER_V1, fields: [...ORDER_V1.fields, { name: 'status', type: 'string', default: 'NEW' }] };
+const SHIPPED = { type: 'record', name: 'Shipped', namespace: 't', fields: [{ name: 'orderId', type: 'string' }, { name: 'status', type: 'string' }] };
+
+/** filter → mapValues over registry Avro in and out, each copy with its own serdes (as the main thread and the thread have). */
+function avroApp(registry: FakeRegistry) {
+  const builder = new TopologyBuilder({ appId: 'avro' });
+  builder
+    .stream('orders-in', { key: stringSerde, value: registryAvroSerde<{ orderId: string; amount: number; status: string }>({ schema: ORDER_V2, client: registry }) })
+    .filter((_k, order) => order!.amount > 10)
+    .mapValues((order) => ({ orderId: order!.orderId.toUpperCase(), status: order!.status }), { value: registryAvroSerde<{ orderId: string; status: string }>({ schema: SHIPPED, client: registry }) })
+    .to('orders-out', { key: stringSerde, value: registryAvroSerde<{ orderId: string; status: string }>({ schema: SHIPPED, client: registry }) });
+  return compile(builder);
+}
+
+test('registry Avro serdes go to the thread with their stages: prepared there, an unseen writer schema fetched there, the same bytes out', async () => {
+  const registry = new FakeRegistry();
+  const main = avroApp(registry);
+  assert.deepEqual(offloadableSubtopologies(main), [0]);
+  for (const { serde, ctx } of main.serdeUsages()) await serde.prepare?.(ctx, { registryUrl: registry.url });
+  const v1 = registryAvroSerde<{ orderId: string; amount: number }>({ schema: ORDER_V1, client: registry });
+  const inValue = { topic: 'orders-in', role: 'value' } as const;
+  await v1.prepare!(inValue, { registryUrl: registry.url });
+  const records: IncomingRecord[] = (
+    [['a', 5], ['b', 50], ['c', 500]] as const
+  ).map(([orderId, amount], i) => ({ topic: 'orders-in', partition: 0, offset: i, key: Buffer.from(`k${i}`), value: v1.serialize({ orderId, amount }, inValue), timestamp: 100 + i, headers: [] }));
+
+  const replies: FromThread[] = [];
+  const requests = new ThreadRequests(async () => avroApp(registry), (m) => void replies.push(m));
+  await requests.receive({ type: 'init', file: 'avro.ts', registryUrl: registry.url, messageMaxBytes: 1_000_000, topicMaxMessageBytes: {} });
+  assert.deepEqual(replies[0], { type: 'ready', offloadable: [0], sourceTopics: [['orders-in']] });
+  await requests.receive({ type: 'process', id: 1, runs: [{ subtopology: 0, run: packRun('orders-in', 0, records), streamTime: Number.NEGATIVE_INFINITY }] });
+  const processed = replies[1];
+  assert.ok(processed?.type === 'processed', JSON.stringify(processed));
+  assert.equal(processed.results[0]!.processed, 3);
+  const onThread: string[] = [];
+  forEachOutput(processed.results[0]!.outputs, (o, input) => onThread.push(`${input}:${o.topic}:${o.key?.toString()}=${o.value?.toString('hex')}`));
+
+  const direct: string[] = [];
+  const task = createTask(main, 0, 0);
+  for (const [i, r] of records.entries()) await task.process(r, { send: (o) => void direct.push(`${i}:${o.topic}:${o.key?.toString()}=${o.value?.toString('hex')}`) });
+  assert.equal(onThread.length, 2);
+  assert.deepEqual(onThread, direct);
 });
