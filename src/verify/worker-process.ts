@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -76,6 +76,8 @@ export class WorkerProcess {
       if (file === undefined) continue;
       try {
         const report = JSON.parse(readFileSync(join(this.reportDir, file), 'utf8')) as DiagnosticReport;
+        // Read once: left in place, every stuck-worker diagnosis of every run would pile up in the temp directory.
+        rmSync(join(this.reportDir, file), { force: true });
         const handles = new Map<string, number>();
         for (const h of report.libuv ?? []) if (h.is_active) handles.set(h.type, (handles.get(h.type) ?? 0) + 1);
         const stack = report.javascriptStack?.stack ?? [];
