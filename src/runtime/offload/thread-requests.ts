@@ -26,24 +26,15 @@ export class ThreadRequests {
 
   async #handle(message: ToThread): Promise<void> {
     if (message.type === 'init') {
-      let plan: TaskPlan;
-      try {
-        plan = await this.load(message);
-        // Registers or looks up the schemas as the main thread did: the same schema gets the same id.
-        for (const { serde, ctx } of offloadedSerdeUsages(plan)) {
-          await serde.prepare?.(ctx, { registryUrl: message.registryUrl }).catch((e: unknown) => {
-            throw new Error(`preparing the ${ctx.role} serde ${serde.name} of ${ctx.topic}: ${errorText(e)}`);
-          });
-        }
-      } catch (e) {
-        this.reply({ type: 'failed', message: errorText(e) }, []);
-        return;
-      }
-      this.#tasks = new OffloadedTasks(plan, new RecordSizeLimits(message.messageMaxBytes, message.topicMaxMessageBytes));
-      this.reply({ type: 'ready', offloadable: offloadableSubtopologies(plan), sourceTopics: plan.subtopologies.map((s) => s.sourceTopics) }, []);
+      const failure = await this.#init(message);
+      if (failure !== undefined) this.reply({ type: 'failed', message: failure }, []);
       return;
     }
-    if (this.#tasks === undefined) throw new Error('records before the topology was loaded');
+    // The worker sends records only after the thread said it is ready.
+    if (this.#tasks === undefined) {
+      this.reply({ type: 'failed', message: 'records before the topology was loaded' }, []);
+      return;
+    }
     const results: RunResult[] = [];
     const transfer: ArrayBuffer[] = [];
     for (const { subtopology, run, streamTime } of message.runs) {
@@ -52,6 +43,27 @@ export class ThreadRequests {
       transfer.push(result.outputs.bytes, result.outputs.fields.buffer as ArrayBuffer);
     }
     this.reply({ type: 'processed', id: message.id, results }, transfer);
+  }
+
+  /** Loads the topology and prepares its offloaded serdes; returns why not, if it could not. */
+  async #init(init: ThreadInit): Promise<string | undefined> {
+    let plan: TaskPlan;
+    try {
+      plan = await this.load(init);
+    } catch (e) {
+      return errorText(e);
+    }
+    // Registers or looks up the schemas as the main thread did: the same schema gets the same id.
+    for (const { serde, ctx } of offloadedSerdeUsages(plan)) {
+      try {
+        await serde.prepare?.(ctx, { registryUrl: init.registryUrl });
+      } catch (e) {
+        return `preparing the ${ctx.role} serde ${serde.name} of ${ctx.topic}: ${errorText(e)}`;
+      }
+    }
+    this.#tasks = new OffloadedTasks(plan, new RecordSizeLimits(init.messageMaxBytes, init.topicMaxMessageBytes));
+    this.reply({ type: 'ready', offloadable: offloadableSubtopologies(plan), sourceTopics: plan.subtopologies.map((s) => s.sourceTopics) }, []);
+    return undefined;
   }
 }
 

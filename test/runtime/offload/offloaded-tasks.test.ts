@@ -19,6 +19,7 @@ import { Worker, type WorkerEvent } from '../../../src/runtime/worker.ts';
 import { jsonSerde, registryAvroSerde, stringSerde } from '../../../src/serdes/index.ts';
 import { FakeCluster } from '../fake-kafka.ts';
 import { FakeRegistry } from '../../support/fake-registry.ts';
+import { parseAvroSchema } from '../../../src/serdes/avro-types.ts';
 
 const strings = { key: stringSerde, value: stringSerde };
 /**
@@ -202,4 +203,15 @@ test('registry Avro serdes go to the thread with their stages: prepared there, a
   for (const [i, r] of records.entries()) await task.process(r, { send: (o) => void direct.push(`${i}:${o.topic}:${o.key?.toString()}=${o.value?.toString('hex')}`) });
   assert.equal(onThread.length, 2);
   assert.deepEqual(onThread, direct);
+});
+
+test('a serde the thread cannot prepare fails its start (the worker then goes on without it), the answer naming the serde and its topic', async () => {
+  const registry = new FakeRegistry();
+  registry.incompatible.add(JSON.stringify(parseAvroSchema(SHIPPED).schema({ exportAttrs: true })));
+  const replies: FromThread[] = [];
+  const requests = new ThreadRequests(async () => avroApp(registry), (m) => void replies.push(m));
+  await requests.receive({ type: 'init', file: 'avro.ts', registryUrl: registry.url, messageMaxBytes: 1_000_000, topicMaxMessageBytes: {} });
+  assert.equal(replies.length, 1);
+  assert.ok(replies[0]?.type === 'failed', JSON.stringify(replies[0]));
+  assert.match(replies[0].message, /^preparing the value serde registry-avro:t\.Shipped of orders-out: schema is not compatible/);
 });
