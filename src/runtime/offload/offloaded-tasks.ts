@@ -2,7 +2,6 @@ import type { OutgoingRecord } from '../../core/records.ts';
 import { RecordSizeLimits } from '../../core/record-size.ts';
 import type { StageKind } from '../../dsl/nodes.ts';
 import type { CompiledSubtopology, SerdeUsage, TaskPlan } from '../../graph/types.ts';
-import type { Serde } from '../../serdes/serde.ts';
 import { createTask, type Task } from '../task.ts';
 import { packOutputs, unpackRun, type PackedOutputs, type PackedRun } from './record-transfer.ts';
 
@@ -27,27 +26,11 @@ function isOffloadable(sub: CompiledSubtopology): boolean {
   return sub.nodes.every((n) => THREAD_SAFE_KINDS.has(n.kind) && n.stores.length === 0);
 }
 
-/** Each serde the offloadable sub-topologies use, with its topic and role, once: what the thread prepares before it takes records. */
-export function offloadedSerdeUsages(plan: TaskPlan): SerdeUsage[] {
+/** The serdes of the offloadable sub-topologies' topics (as `serdeUsages` lists them): what the thread prepares before it takes records. */
+export function offloadedSerdeUsages(plan: TaskPlan & { serdeUsages(): SerdeUsage[] }): SerdeUsage[] {
   const offloadable = new Set(offloadableSubtopologies(plan));
-  const usages: SerdeUsage[] = [];
-  const seen = new Map<Serde<unknown>, Set<string>>();
-  const add = (serde: Serde<unknown> | undefined, topic: string, role: 'key' | 'value'): void => {
-    if (serde === undefined) return;
-    const contexts = seen.get(serde) ?? seen.set(serde, new Set()).get(serde)!;
-    if (contexts.has(`${role}\u0000${topic}`)) return;
-    contexts.add(`${role}\u0000${topic}`);
-    usages.push({ serde, ctx: { topic, role } });
-  };
-  for (const sub of plan.subtopologies) {
-    if (!offloadable.has(sub.id)) continue;
-    for (const node of sub.nodes) {
-      if (node.topic === undefined) continue;
-      add(node.keySerde, node.topic, 'key');
-      add(node.valueSerde, node.topic, 'value');
-    }
-  }
-  return usages;
+  const topics = new Set(plan.subtopologies.filter((s) => offloadable.has(s.id)).flatMap((s) => s.nodes.flatMap((n) => (n.topic === undefined ? [] : [n.topic]))));
+  return plan.serdeUsages().filter((usage) => topics.has(usage.ctx.topic));
 }
 
 /** What the thread made of one run: the outputs of its first `processed` records, and the task's stream time after them. */

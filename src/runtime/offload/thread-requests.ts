@@ -1,5 +1,5 @@
 import { RecordSizeLimits } from '../../core/record-size.ts';
-import type { TaskPlan } from '../../graph/types.ts';
+import type { SerdeUsage, TaskPlan } from '../../graph/types.ts';
 import { OffloadedTasks, offloadableSubtopologies, offloadedSerdeUsages, type RunResult } from './offloaded-tasks.ts';
 import type { FromThread, ThreadInit, ToThread } from './processing-thread.ts';
 
@@ -14,7 +14,7 @@ export class ThreadRequests {
 
   constructor(
     /** The topology as the thread has it (loaded again from its file: stage functions cannot cross threads). */
-    private readonly load: (init: ThreadInit) => Promise<TaskPlan>,
+    private readonly load: (init: ThreadInit) => Promise<TaskPlan & { serdeUsages(): SerdeUsage[] }>,
     private readonly reply: (message: FromThread, transfer: ArrayBuffer[]) => void,
   ) {}
 
@@ -47,7 +47,7 @@ export class ThreadRequests {
 
   /** Loads the topology and prepares its offloaded serdes; returns why not, if it could not. */
   async #init(init: ThreadInit): Promise<string | undefined> {
-    let plan: TaskPlan;
+    let plan: TaskPlan & { serdeUsages(): SerdeUsage[] };
     try {
       plan = await this.load(init);
     } catch (e) {
