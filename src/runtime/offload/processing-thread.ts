@@ -82,28 +82,27 @@ export class ProcessingThread {
     } catch (e) {
       return `could not start the processing thread: ${(e as Error).message}`;
     }
-    let timer: NodeJS.Timeout | undefined;
-    let listeners: { readonly message: (m: FromThread) => void; readonly error: (e: Error) => void; readonly exit: (code: number) => void } | undefined;
-    const answer = await new Promise<FromThread | string>((resolve) => {
-      listeners = {
-        message: resolve,
-        error: (e) => resolve(`the processing thread failed to start: ${e.message}`),
-        exit: (code) => resolve(`the processing thread exited (${code}) while starting`),
-      };
-      port.on('message', listeners.message);
-      port.on('error', listeners.error);
-      port.on('exit', listeners.exit);
-      // A topology file whose import never ends must not hold the worker's start.
-      timer = setTimeout(() => resolve(`the processing thread did not load the topology within ${timeoutMs} ms`), timeoutMs);
+    let settle!: (answer: FromThread | string) => void;
+    const answering = new Promise<FromThread | string>((resolve) => (settle = resolve));
+    const onMessage = (m: FromThread) => settle(m);
+    const onError = (e: Error) => settle(`the processing thread failed to start: ${e.message}`);
+    const onExit = (code: number) => settle(`the processing thread exited (${code}) while starting`);
+    port.on('message', onMessage);
+    port.on('error', onError);
+    port.on('exit', onExit);
+    // A topology file whose import never ends must not hold the worker's start.
+    const timer = setTimeout(() => settle(`the processing thread did not load the topology within ${timeoutMs} ms`), timeoutMs);
+    let answer: FromThread | string;
+    try {
       port.postMessage({ type: 'init', ...init });
-    }).finally(() => {
+      answer = await answering;
+    } finally {
       clearTimeout(timer);
       // The running thread's own listeners take over; these would answer a promise settled long ago.
-      if (listeners === undefined) return;
-      port.off('message', listeners.message);
-      port.off('error', listeners.error);
-      port.off('exit', listeners.exit);
-    });
+      port.off('message', onMessage);
+      port.off('error', onError);
+      port.off('exit', onExit);
+    }
     const refuse = async (why: string) => {
       await port.terminate().catch(() => undefined);
       return why;
