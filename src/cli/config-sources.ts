@@ -21,6 +21,7 @@ const FIELD_KINDS = {
   consumeBatchSize: 'number',
   transactionTimeoutMs: 'number',
   maxPollIntervalMs: 'number',
+  maxTaskIdleMs: 'number',
   sessionTimeoutMs: 'number',
   registryUrl: 'string',
   advertisedUrl: 'string',

@@ -38,6 +38,14 @@ export const workerConfigSchema = z
     /** Kafka Streams uses 10 s under EOS: a crashed worker's open transaction blocks read_committed readers for at most this long. */
     transactionTimeoutMs: z.number().int().min(1_000).max(900_000).default(10_000),
     maxPollIntervalMs: z.number().int().min(1_000).default(300_000),
+    /**
+     * Kafka Streams' max.task.idle.ms (KIP-353, KIP-695): a task that reads several input partitions
+     * (a join, a table beside a stream) takes their records in timestamp order, and does not take one
+     * while another of its inputs has nothing buffered but is known to hold unread records. 0: wait
+     * only for those; > 0: also wait this long for an input that is caught up, in case more arrives;
+     * -1: never wait (records go in the order they are fetched).
+     */
+    maxTaskIdleMs: z.number().int().min(-1).max(600_000).default(0),
     sessionTimeoutMs: z.number().int().min(1_000).default(10_000),
     registryUrl: z.string().url().optional(),
     /** librdkafka options passed through unchanged to every client (security, tuning). */

@@ -48,12 +48,30 @@ export class PartitionProgress {
    * batch fetched under an older epoch may hold records from before it, which must not be processed.
    */
   epoch = 0;
+  /**
+   * Per partition, moves on whenever its fetch position is put somewhere else (a rewind, an
+   * assignment, a revocation): records fetched before and still held back (input-synchronizer.ts)
+   * lie behind the new position, and are read again from it.
+   */
+  private readonly repositioned = new Map<string, number>();
 
   /** Rule 1: after any failure every owned partition must be put back. */
   unsettle(owned: Iterable<string>): void {
     this.epoch++;
     this.pending.clear();
-    for (const key of owned) this.unsettled.add(key);
+    for (const key of owned) {
+      this.unsettled.add(key);
+      this.moved(key);
+    }
+  }
+
+  /** How often the partition's position has been put elsewhere: equal counts mean the records fetched in between are still ahead of it. */
+  positionMoves(key: string): number {
+    return this.repositioned.get(key) ?? 0;
+  }
+
+  private moved(key: string): void {
+    this.repositioned.set(key, this.positionMoves(key) + 1);
   }
 
   /** Rule 3. */
@@ -71,6 +89,7 @@ export class PartitionProgress {
     this.epoch++;
     const key = partitionKey(ref.topic, ref.partition);
     this.unsettled.delete(key);
+    this.moved(key);
     return { topic: ref.topic, partition: ref.partition, offset: this.committed.get(key) ?? OFFSET_BEGINNING };
   }
 
@@ -82,6 +101,7 @@ export class PartitionProgress {
   /** A partition this worker no longer owns: its next owner starts from the committed offset. */
   forget(key: string): void {
     this.epoch++;
+    this.moved(key);
     this.committed.delete(key);
     this.pending.delete(key);
     this.unsettled.delete(key);

@@ -49,6 +49,19 @@ export type WorkerEvent =
    * (offload/processing-thread.ts); `off` says why none does, `failed` that the thread died while running.
    */
   | { type: 'processing-thread'; subtopologies: number[]; off?: string; failed?: boolean }
+  /**
+   * A task that reads several inputs in timestamp order went on without one of them after waiting
+   * `waitedMs` (input-synchronizer.ts): records of that input older than those processed now may follow.
+   */
+  | { type: 'enforced-processing'; task: string; partition: string; waitedMs: number; reason: 'lag' | 'unknown' | 'idle' }
+  /** At start: an existing internal topic's setting that could lose records was set to its kind's value (internal-topic-audit.ts). */
+  | { type: 'topic-config-corrected'; topic: string; setting: string; from: string; to: string }
+  /** At start: existing internal topics whose configs could not be checked (a listener the worker cannot send DescribeConfigs on). */
+  | { type: 'topic-configs-unverified'; topics: string[]; reason: string }
+  /** Records of owned repartition partitions below the offsets just committed were deleted (repartition-purge.ts). */
+  | { type: 'repartition-purged'; partitions: number }
+  /** A purge failed; the records stay until the next one (nothing is lost, the topic only grows for now). */
+  | { type: 'repartition-purge-failed'; reason: string }
   /** state: how the loop ended (absent from stand-ins that do not track it). */
   | { type: 'stopped'; state?: 'STOPPED' | 'FAILED' };
 

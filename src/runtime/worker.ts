@@ -31,6 +31,8 @@ import { Speculation } from './speculation.ts';
 import { InteractiveQueries } from './interactive-queries.ts';
 import { publishEndpoint } from './endpoints.ts';
 import { LoopWatch } from './loop-watch.ts';
+import { InputSynchronizer } from './input-synchronizer.ts';
+import { synchronizedInputs } from './synchronized-inputs.ts';
 import { isRecordBatch } from '../core/record-batch.ts';
 import type { IncomingRecord, RecordCollector } from '../core/records.ts';
 import { ProcessingThread, type ThreadSpawner } from './offload/processing-thread.ts';
@@ -111,6 +113,8 @@ export class Worker extends EventEmitter {
   private readonly offloaded = new WeakMap<Message[], Offloaded>();
   /** Reads of the stores' committed state, here or (through the group) on the replica that owns a key. */
   readonly queries: InteractiveQueries;
+  /** Holds back the records of tasks with several inputs until they may go in timestamp order. */
+  private readonly synchronizer: InputSynchronizer;
 
   /** `topology`: a compiled topology (`compile(...)`), or the runtime's view of one. */
   constructor(topology: RuntimeTopology | (TaskPlan & Omit<RuntimeTopology, 'createTask'>), config: WorkerConfigInput, options: WorkerOptions = {}) {
@@ -165,6 +169,11 @@ export class Worker extends EventEmitter {
       clientId: () => this.consumerClientId,
       advertisedUrl: this.config.advertisedUrl,
     });
+    this.synchronizer = new InputSynchronizer(
+      synchronizedInputs(this.topology, this.tasks, this.progress, () => this.consumer),
+      this.config.maxTaskIdleMs,
+      (enforced) => this.emit('event', { type: 'enforced-processing', ...enforced } satisfies WorkerEvent),
+    );
     this.rebalances = new RebalanceHandler(context, this.tasks, this.progress, this.transaction, () => this.lifecycle.is('STOPPED', 'FAILED'));
   }
 
@@ -396,21 +405,24 @@ export class Worker extends EventEmitter {
         await this.globalTables.poll();
         if (this.progress.unsettled.size > 0) await this.transaction.settlePartitions();
         let batch: Message[];
+        let ready: readonly Message[];
         let speculation: Speculation | undefined;
         try {
           this.watch.enter(prefetched === undefined ? 'consume' : 'keep-prefetched');
           batch = prefetched === undefined ? await this.fetch(consumer) : await this.keepPrefetched(prefetched);
           if (prefetched !== undefined && batch.length > 0) speculation = this.adoptable(await prefetched.speculation);
+          // Before the next consume call starts: it moves the positions the synchronizer reads lag from.
+          ready = this.synchronizer.admit(batch);
           if (batch.length > 0) this.prefetch(consumer);
         } catch (e) {
           this.emit('event', { type: 'aborted', reason: `consume failed: ${describeKafkaError(e)}` } satisfies WorkerEvent);
           await sleep(100);
           continue;
         }
-        if (batch.length > 0) {
+        if (batch.length > 0 || ready.length > 0) {
           try {
             this.watch.enter('process');
-            await this.processBatch(batch, speculation);
+            await this.processBatch(batch, ready, speculation);
           } catch (e) {
             if (isTransientError(e)) {
               // Not the record's fault (e.g. the schema registry is down): drop this attempt whole and read again.
@@ -560,8 +572,11 @@ export class Worker extends EventEmitter {
     }
   }
 
-  /** The batch in event-time order across its partitions (batch-order.ts), each partition's stretch at a time. */
-  private async processBatch(batch: Message[], speculation: Speculation | undefined): Promise<void> {
+  /**
+   * The batch in event-time order across its partitions (batch-order.ts), each partition's stretch at a
+   * time. `ready`: what of it (and of records held back before) the input synchronizer lets go now.
+   */
+  private async processBatch(batch: Message[], ready: readonly Message[], speculation: Speculation | undefined): Promise<void> {
     if (speculation !== undefined) {
       if (!this.transaction.open) await this.transaction.ensureOpen();
       this.collector.sendSpeculated(speculation);
@@ -572,7 +587,7 @@ export class Worker extends EventEmitter {
     }
     const offloaded = await this.applyOffloaded(batch);
     if (offloaded === false) return;
-    const ordered = new TimeOrderedBatch(batch);
+    const ordered = new TimeOrderedBatch(ready);
     for (let slice = ordered.next(); slice !== undefined; slice = ordered.next()) {
       const { run, to } = slice;
       if (speculation?.partitions.has(run.key) === true) continue;
