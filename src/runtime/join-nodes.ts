@@ -231,12 +231,13 @@ export class StreamStreamJoinNode extends JoinNode {
     const other = this.#sides[sideIndex === 0 ? 1 : 0];
     const kb = side.spec.keySerde.serialize(key, side.keyCtx) ?? Buffer.alloc(0);
     const candidates = (other.byKey.get(mapKey(kb)) ?? []).filter((r) => r.timestamp >= ts - side.beforeMs && r.timestamp <= ts + side.afterMs).sort((a, b) => a.timestamp - b.timestamp);
-    const results: unknown[] = [];
+    const results: { key: unknown; value: unknown; timestamp: number }[] = [];
     const marks: [Buffer, Buffer][] = [];
     for (const r of candidates) {
       const stored = splitJoinRecordValue(other.store.get(r.storeKey)!);
       const otherValue = other.decode(stored.value);
-      results.push(sideIndex === 0 ? this.join(key, value, otherValue) : this.join(key, otherValue, value));
+      // As Kafka Streams stamps a joined pair: the later of the two, whichever side came second.
+      results.push({ key, value: sideIndex === 0 ? this.join(key, value, otherValue) : this.join(key, otherValue, value), timestamp: Math.max(ts, r.timestamp) });
       if (!stored.matched && this.#emitsUnmatched(sideIndex === 0 ? 1 : 0)) marks.push([r.storeKey, joinRecordValue(true, stored.value)]);
     }
     // every joiner call first: a throwing joiner leaves no store write behind for the retry
@@ -246,7 +247,7 @@ export class StreamStreamJoinNode extends JoinNode {
     side.index(storeKey);
     this.#deadlines.push(this.#closesAt(sideIndex, ts), { side: sideIndex, storeKey });
     for (const [k, v] of marks) other.store.put(k, v, ts);
-    return this.forwardValues(key, results, 0);
+    return this.#emitEach(results, 0);
   }
 
   /** Records no later record can match leave their stores; unmatched ones of a left/outer side are emitted with null. */
@@ -273,11 +274,11 @@ export class StreamStreamJoinNode extends JoinNode {
     } catch (e) {
       throw new StageFailure(this.name, e, 1, errorCode(e, 'JOIN_WINDOW_CLOSE_FAILED'));
     }
-    return this.#emitUnmatched(unmatched, 0);
+    return this.#emitEach(unmatched, 0);
   }
 
-  /** Each unmatched result carries its own record's timestamp; the record being processed gets its own back after. */
-  #emitUnmatched(results: readonly { key: unknown; value: unknown; timestamp: number }[], from: number): Step {
+  /** Each result carries its own timestamp; the record being processed gets its own back after. */
+  #emitEach(results: readonly { key: unknown; value: unknown; timestamp: number }[], from: number): Step {
     const ctx = this.ctx;
     const timestamp = ctx.timestamp;
     for (let i = from; i < results.length; i++) {
@@ -286,7 +287,7 @@ export class StreamStreamJoinNode extends JoinNode {
       const step = this.forward(r.key, r.value);
       ctx.timestamp = timestamp;
       if (step !== undefined) {
-        return step.then(() => this.#emitUnmatched(results, i + 1));
+        return step.then(() => this.#emitEach(results, i + 1));
       }
     }
   }

@@ -130,3 +130,22 @@ test('a join over topics with different partition counts is a CoPartitionError n
   );
   assert.doesNotThrow(() => driver.compiled.resolvePartitions({ orders: 3, customers: 3 }));
 });
+
+test('a stream-stream join result carries the later of its two records\' timestamps, whichever side came second (as Kafka Streams stamps it)', () => {
+  const driver = new TopologyTestDriver(clicksAndViews('inner', JoinWindows.of(10).grace(10)));
+  const views = driver.input<string, string>('views');
+  const clicks = driver.input<string, string>('clicks');
+  clicks.pipe('u', 'c1', { timestamp: 105 });
+  views.pipe('u', 'v1', { timestamp: 100 });
+  views.pipe('u', 'v2', { timestamp: 108 });
+  clicks.pipe('u', 'c2', { timestamp: 103 });
+  assert.deepEqual(
+    driver.output<string, string>('joined').readRecords().map((r) => [r.value, r.timestamp]),
+    [
+      ['v1+c1', 105],
+      ['v2+c1', 108],
+      ['v1+c2', 103],
+      ['v2+c2', 108],
+    ],
+  );
+});
