@@ -14,6 +14,9 @@ export interface SynchronizedInputs {
   lag(key: string): number | undefined;
   /** Changes whenever the partition's fetch position is put elsewhere (partition-progress.ts). */
   positionMoves(key: string): number;
+  /** Stops and restarts fetching the partition (records keep arriving while its task waits for another input). */
+  pause(key: string): void;
+  resume(key: string): void;
 }
 
 /** Why a task went on although one of its inputs had nothing buffered. */
@@ -53,6 +56,12 @@ interface Held {
 export const LAG_WAIT_LIMIT_MS = 30_000;
 
 /**
+ * Records held per partition past which it is no longer fetched until half of them have gone (Kafka
+ * Streams' buffered.records.per.partition, 1,000 there): memory stays bounded while a task waits.
+ */
+export const MAX_HELD_PER_PARTITION = 10_000;
+
+/**
  * Timestamp synchronization of a task's inputs, as Kafka Streams' PartitionGroup does it (KIP-353,
  * KIP-695). A task that reads several partitions (a stream beside a table, two joined streams) must
  * see their records in timestamp order: on a backlog, librdkafka delivers one partition's records
@@ -68,6 +77,7 @@ export const LAG_WAIT_LIMIT_MS = 30_000;
  */
 export class InputSynchronizer {
   private readonly held = new Map<string, Held>();
+  private readonly paused = new Set<string>();
   /** Per task (its first input), since when it has waited and for which input. */
   private readonly waiting = new Map<string, Waiting>();
   /** Total ms tasks spent unable to go on, per task. */
@@ -121,6 +131,7 @@ export class InputSynchronizer {
     out ??= [...batch];
     for (const inputs of touched) this.release(inputs, out, now);
     this.compact();
+    this.pauseOverfull();
     return out;
   }
 
@@ -138,6 +149,22 @@ export class InputSynchronizer {
     for (const [key, held] of this.held) {
       if (held.positionMoves !== this.inputs.positionMoves(key) || this.inputs.inputsOf(key) === undefined) this.held.delete(key);
     }
+    for (const key of this.paused) if (!this.held.has(key)) this.unpause(key);
+  }
+
+  private pauseOverfull(): void {
+    for (const key of this.paused) if (this.heldCount(key) <= MAX_HELD_PER_PARTITION / 2) this.unpause(key);
+    for (const key of this.held.keys()) {
+      if (this.heldCount(key) > MAX_HELD_PER_PARTITION && !this.paused.has(key)) {
+        this.paused.add(key);
+        this.inputs.pause(key);
+      }
+    }
+  }
+
+  private unpause(key: string): void {
+    this.paused.delete(key);
+    this.inputs.resume(key);
   }
 
   /** Moves the task's records that may go now into `out`, oldest first across its inputs. */

@@ -47,5 +47,13 @@ export function synchronizedInputs(topology: RuntimeTopology, tasks: TaskManager
       return Math.max(0, end - next);
     },
     positionMoves: (key) => progress.positionMoves(key),
+    pause: (key) => consumer()?.pause([parsePartitionKey(key)]),
+    resume(key) {
+      try {
+        consumer()?.resume([parsePartitionKey(key)]);
+      } catch {
+        // No longer assigned: a new assignment fetches it anyway.
+      }
+    },
   };
 }
