@@ -63,6 +63,15 @@ export function attachMetrics(worker: ObservedWorker, options: MetricsOptions = 
   fromStats('onceflow_stale_versions_dropped_total', 'Records dropped by version guards: not newer than the stored version of their key', 'staleVersionsDropped');
   fromStats('onceflow_restore_records_total', 'Changelog records replayed into state stores', 'restoredRecords');
   fromStats('onceflow_fencing_events_total', 'Times the producer was fenced or failed fatally and was replaced', 'fencings');
+  fromStats('onceflow_enforced_processing_total', 'Times a task with several inputs stopped waiting for one that was behind and went on (maxTaskIdleMs): records of that input may then join late', 'enforcedProcessing');
+  new Gauge({
+    name: 'onceflow_task_idle_seconds',
+    help: 'Time tasks spent waiting for one of their inputs to catch up, summed over tasks since start (a gauge: the worker reports totals)',
+    registers,
+    collect() {
+      this.set(worker.stats.taskIdleMs / 1000);
+    },
+  });
 
   new Gauge({
     name: 'onceflow_tasks_assigned',
@@ -121,6 +130,32 @@ export function attachMetrics(worker: ObservedWorker, options: MetricsOptions = 
       collect() {
         this.reset();
         for (const t of transitionCounts()) this.set({ machine: t.machine, from: t.from, to: t.to }, t.count);
+      },
+    });
+  }
+  const joinMisses = worker.joinMisses?.bind(worker);
+  if (joinMisses) {
+    new Gauge({
+      name: 'onceflow_join_misses',
+      help: 'Stream records a table join found no row for, per join stage (an inner join drops them; a gauge: the worker reports totals)',
+      labelNames: ['join'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [join, misses] of joinMisses()) this.set({ join }, misses);
+      },
+    });
+  }
+  const waiting = worker.waitingTasks?.bind(worker);
+  if (waiting) {
+    new Gauge({
+      name: 'onceflow_task_waiting_seconds',
+      help: 'Tasks waiting now for one of their inputs, by task and the input they wait for, and for how long',
+      labelNames: ['task', 'input'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const w of waiting()) this.set({ task: w.task, input: w.partition.replace('\u0000', '-') }, w.forMs / 1000);
       },
     });
   }

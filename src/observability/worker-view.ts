@@ -27,6 +27,10 @@ export interface ObservedWorker {
   partitionLag?(): readonly PartitionLag[];
   /** Records consumed and produced per topic since start. */
   topicRecords?(): readonly TopicRecordCount[];
+  /** Per join stage, stream records that found no row in the table. */
+  joinMisses?(): ReadonlyMap<string, number>;
+  /** Tasks waiting now for one of their inputs (input-synchronizer.ts). */
+  waitingTasks?(): readonly { readonly task: string; readonly partition: string; readonly forMs: number }[];
   /** Its stores' interactive queries, served under /stores and /metadata. */
   readonly queries?: InteractiveQueries;
 }

@@ -10,6 +10,8 @@ export interface SynchronizedInputs {
    * timestamp order (it reads several and keeps state); undefined for every other partition.
    */
   inputsOf(key: string): readonly string[] | undefined;
+  /** The name of the task whose inputs `inputsOf` gave (Kafka Streams' `<sub-topology>_<partition>`). */
+  taskOf(inputs: readonly string[]): string;
   /** Records on the broker (read_committed) the consumer has not delivered yet; undefined when not known. */
   lag(key: string): number | undefined;
   /** Changes whenever the partition's fetch position is put elsewhere (partition-progress.ts). */
@@ -80,14 +82,14 @@ export class InputSynchronizer {
   private readonly paused = new Set<string>();
   /** Per task (its first input), since when it has waited and for which input. */
   private readonly waiting = new Map<string, Waiting>();
-  /** Total ms tasks spent unable to go on, per task. */
-  readonly idleMs = new Map<string, number>();
 
   constructor(
     private readonly inputs: SynchronizedInputs,
     /** config.maxTaskIdleMs: -1 never waits. */
     private readonly maxTaskIdleMs: number,
     private readonly onEnforced: (enforced: EnforcedProcessing) => void,
+    /** A task's wait ended after `idleMs`. */
+    private readonly onIdle: (idleMs: number) => void = () => undefined,
   ) {}
 
   /** Whether any record is held back (the loop runs the release even when a fetch brought nothing). */
@@ -169,7 +171,7 @@ export class InputSynchronizer {
 
   /** Moves the task's records that may go now into `out`, oldest first across its inputs. */
   private release(inputs: readonly string[], out: Message[], now: number): void {
-    const task = inputs[0]!;
+    const task = this.inputs.taskOf(inputs);
     for (;;) {
       let oldest: Held | undefined;
       let oldestTs = Number.POSITIVE_INFINITY;
@@ -231,7 +233,7 @@ export class InputSynchronizer {
     const waiting = this.waiting.get(task);
     if (waiting === undefined) return;
     this.waiting.delete(task);
-    this.idleMs.set(task, (this.idleMs.get(task) ?? 0) + (now - waiting.since));
+    this.onIdle(now - waiting.since);
   }
 
   /** Tasks waiting now, with the input each waits for and since when. */

@@ -47,6 +47,12 @@ abstract class JoinNode extends RuntimeNode {
   /** A join stage is only reached through its inputs. */
   protected apply(): Step {}
 
+  /** A stream record found no row: visible per join, since an inner join drops it without a trace. */
+  protected countMiss(): void {
+    const misses = this.ctx.joinMisses;
+    misses.set(this.name, (misses.get(this.name) ?? 0) + 1);
+  }
+
   protected join(key: unknown, value: unknown, other: unknown): unknown {
     return this.checkSync((this.node.spec as Spec<'streamTableJoin' | 'tableTableJoin' | 'streamStreamJoin' | 'globalTableJoin'>).joiner(key, value, other));
   }
@@ -66,7 +72,10 @@ export class StreamTableJoinNode extends JoinNode {
       return;
     }
     const row = table.row(key);
-    if (row === undefined && this.#mode === 'inner') return;
+    if (row === undefined) {
+      this.countMiss();
+      if (this.#mode === 'inner') return;
+    }
     return this.forward(key, this.join(key, value, row ?? null));
   }
 }
@@ -82,7 +91,10 @@ export class GlobalTableJoinNode extends JoinNode {
   #onRecord(key: unknown, value: unknown, table: RowReader): Step {
     const tableKey = this.checkSync(this.#spec.keySelector(key, value));
     const row = tableKey === null || tableKey === undefined ? undefined : table.row(tableKey);
-    if (row === undefined && this.#spec.mode === 'inner') return;
+    if (row === undefined) {
+      this.countMiss();
+      if (this.#spec.mode === 'inner') return;
+    }
     return this.forward(key, this.join(key, value, row ?? null));
   }
 }

@@ -12,6 +12,7 @@ export function synchronizedInputs(topology: RuntimeTopology, tasks: TaskManager
   const several = new Set(topology.subtopologies.filter((s) => s.sourceTopics.length > 1).map((s) => s.id));
   // One array per task, so that the synchronizer can tell its tasks apart by identity.
   const inputsByTask = new WeakMap<RuntimeTask, readonly string[]>();
+  const taskIds = new WeakMap<readonly string[], string>();
   return {
     inputsOf(key) {
       if (several.size === 0) return undefined;
@@ -24,9 +25,11 @@ export function synchronizedInputs(topology: RuntimeTopology, tasks: TaskManager
         const sub = topology.subtopologies.find((s) => s.id === task.subtopology);
         inputs = (sub?.sourceTopics ?? []).map((topic) => partitionKey(topic, partition)).filter((k) => tasks.owns(k));
         inputsByTask.set(task, inputs);
+        taskIds.set(inputs, `${task.subtopology}_${partition}`);
       }
       return inputs.length > 1 ? inputs : undefined;
     },
+    taskOf: (inputs) => taskIds.get(inputs) ?? inputs[0] ?? '?',
     lag(key) {
       const client = consumer();
       if (client === undefined) return undefined;

@@ -101,6 +101,8 @@ export class TaskContext {
   /** Everything the current record emits, released to the collector only if the record succeeds. */
   readonly out: OutgoingRecord[] = [];
   readonly metrics: TaskMetrics = { recordsProcessed: 0, deadLettered: 0, retries: 0, lateRecordsDropped: 0, duplicatesDropped: 0, staleVersionsDropped: 0, nullKeysDropped: 0 };
+  /** Per join stage, stream records that found no row (an inner join drops them silently, a left join emits null). */
+  readonly joinMisses = new Map<string, number>();
   readonly timeListeners: RuntimeNode[] = [];
   /** Aggregates that hold back their results (a record cache is configured). */
   readonly caching: CachingNode[] = [];

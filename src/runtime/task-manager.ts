@@ -45,6 +45,9 @@ export class TaskManager {
   /** Loaded only for `stateStore: persistent`, so the default never loads LMDB's native binary. */
   private persistentState: typeof PersistentTaskState | undefined;
   private readonly dropsCounted = new WeakMap<RuntimeTask, DropCounts>();
+  private readonly joinMissesCounted = new WeakMap<RuntimeTask, Map<string, number>>();
+  /** Per join stage, stream records that found no row, over every task this worker has run (committed transactions). */
+  readonly joinMisses = new Map<string, number>();
   /** Tasks whose stores are being restored, with each changelog partition's progress: their state is not whole yet. */
   private readonly restoring = new Map<RuntimeTask, RestoreProgress[]>();
   private readonly restoreObserver: RestoreObserver = {
@@ -283,5 +286,12 @@ export class TaskManager {
     stats.duplicatesDropped += m.duplicatesDropped - seen.duplicates;
     stats.staleVersionsDropped += m.staleVersionsDropped - seen.stale;
     this.dropsCounted.set(task, { late: m.lateRecordsDropped, duplicates: m.duplicatesDropped, stale: m.staleVersionsDropped });
+    if (task.joinMisses === undefined || task.joinMisses.size === 0) return;
+    const counted = this.joinMissesCounted.get(task) ?? new Map<string, number>();
+    for (const [join, misses] of task.joinMisses) {
+      this.joinMisses.set(join, (this.joinMisses.get(join) ?? 0) + misses - (counted.get(join) ?? 0));
+      counted.set(join, misses);
+    }
+    this.joinMissesCounted.set(task, counted);
   }
 }

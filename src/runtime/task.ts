@@ -182,6 +182,10 @@ export class Task {
     );
   }
 
+  get joinMisses(): ReadonlyMap<string, number> {
+    return this.#ctx.joinMisses;
+  }
+
   get metrics(): Readonly<TaskMetrics> {
     return this.#ctx.metrics;
   }

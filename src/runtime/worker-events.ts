@@ -18,6 +18,10 @@ export interface WorkerStats {
   duplicatesDropped: number;
   /** Records a version guard dropped: not newer than the stored version of their key. */
   staleVersionsDropped: number;
+  /** Times a task with several inputs went on without waiting longer for one of them (input-synchronizer.ts). */
+  enforcedProcessing: number;
+  /** Time tasks spent waiting for one of their inputs, summed over tasks. */
+  taskIdleMs: number;
 }
 
 export type WorkerEvent =

@@ -50,6 +50,8 @@ export interface RuntimeTask {
   readonly metrics?: Readonly<Pick<TaskMetrics, 'lateRecordsDropped' | 'duplicatesDropped' | 'staleVersionsDropped'>>;
   /** Largest record timestamp seen (windows and TTLs run on it); tasks without time-based state may omit it. */
   readonly streamTime?: number;
+  /** Per join stage, stream records that found no row; tasks without such joins may omit it. */
+  readonly joinMisses?: ReadonlyMap<string, number>;
   /** Whether a wall-clock punctuation is due at `now`; tasks without processor stages may omit it. */
   wallClockDue?(now: number): boolean;
   /** Runs the wall-clock punctuations due at `now` in the open transaction; each output carries its origin. */

@@ -83,6 +83,8 @@ export class Worker extends EventEmitter {
     lateRecordsDropped: 0,
     duplicatesDropped: 0,
     staleVersionsDropped: 0,
+    enforcedProcessing: 0,
+    taskIdleMs: 0,
   };
   /** This host's lock on the instance id (instance-id.ts); undefined while a live process here holds it. */
   private instanceClaim: InstanceIdClaim | undefined;
@@ -172,7 +174,11 @@ export class Worker extends EventEmitter {
     this.synchronizer = new InputSynchronizer(
       synchronizedInputs(this.topology, this.tasks, this.progress, () => this.consumer),
       this.config.maxTaskIdleMs,
-      (enforced) => this.emit('event', { type: 'enforced-processing', ...enforced } satisfies WorkerEvent),
+      (enforced) => {
+        this.stats.enforcedProcessing++;
+        this.emit('event', { type: 'enforced-processing', ...enforced } satisfies WorkerEvent);
+      },
+      (idleMs) => (this.stats.taskIdleMs += idleMs),
     );
     this.rebalances = new RebalanceHandler(context, this.tasks, this.progress, this.transaction, () => this.lifecycle.is('STOPPED', 'FAILED'));
   }
@@ -678,6 +684,16 @@ export class Worker extends EventEmitter {
   }
 
   /** Partition counts of every topic the application uses, once started. */
+  /** Per join stage, stream records that found no row in the table (committed transactions). */
+  joinMisses(): ReadonlyMap<string, number> {
+    return this.tasks.joinMisses;
+  }
+
+  /** Tasks waiting for one of their inputs now: the input, and for how long. */
+  waitingTasks(): readonly { readonly task: string; readonly partition: string; readonly forMs: number }[] {
+    return this.synchronizer.waitingTasks();
+  }
+
   partitionCount(topic: string): number | undefined {
     return this.partitionsByTopic.get(topic);
   }

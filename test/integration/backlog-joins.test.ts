@@ -46,7 +46,7 @@ function enrichmentApp(appId: string, t: { orders: string; customers: string; ou
  * Kafka Streams' scenario of KIP-353: an enrichment app deployed on topics that already hold data. Every
  * order is newer than every customer row, so processed in timestamp order each finds its customer.
  */
-async function backlogRun(replicas: number): Promise<{ joined: number; wrong: number; duplicates: number; events: WorkerEvent[] }> {
+async function backlogRun(replicas: number): Promise<{ joined: number; wrong: number; duplicates: number; misses: number; events: WorkerEvent[] }> {
   const { bootstrap } = testCluster();
   const t = { orders: uniqueName('orders'), customers: uniqueName('customers'), out: uniqueName('enriched') };
   const appId = uniqueName('app-backlog');
@@ -73,13 +73,14 @@ async function backlogRun(replicas: number): Promise<{ joined: number; wrong: nu
     if (segment !== `s${(Number(seq) % CUSTOMERS) % 7}`) wrong++;
   }
   const duplicates = [...seen.values()].reduce((n, c) => n + c - 1, 0);
-  return { joined: seen.size, wrong, duplicates, events };
+  const misses = workers.reduce((n, w) => n + (w.joinMisses().get('enrich') ?? 0), 0);
+  return { joined: seen.size, wrong, duplicates, misses, events };
 }
 
 describe('a join started on a backlog takes its inputs in timestamp order', { concurrency: false }, () => {
   test('table written first, orders after, one worker started on both: every order is joined', async () => {
-    const { joined, wrong, duplicates, events } = await backlogRun(1);
-    assert.deepEqual({ joined, wrong, duplicates }, { joined: ORDERS, wrong: 0, duplicates: 0 });
+    const { joined, wrong, duplicates, misses, events } = await backlogRun(1);
+    assert.deepEqual({ joined, wrong, duplicates, misses }, { joined: ORDERS, wrong: 0, duplicates: 0, misses: 0 });
     // Nothing had to be forced: every input's lag was known and the table caught up before the orders went.
     assert.deepEqual(events.filter((e) => e.type === 'enforced-processing'), []);
   });

@@ -107,5 +107,7 @@ describe('a task takes the records of its inputs in timestamp order', { concurre
       await worker.stop();
     }
     assert.deepEqual(await outputValues(bootstrap, t.out), ['c1:o1:gold', 'c2:o2:silver']);
+    assert.deepEqual([...worker.joinMisses()], [], 'no order found its table empty');
+    assert.ok(worker.stats.taskIdleMs >= 4_000, `the task waited for the late row (${worker.stats.taskIdleMs} ms idle)`);
   });
 });

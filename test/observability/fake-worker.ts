@@ -20,6 +20,8 @@ export class FakeWorker extends EventEmitter implements ObservedWorker {
     lateRecordsDropped: 0,
     duplicatesDropped: 0,
     staleVersionsDropped: 0,
+    enforcedProcessing: 0,
+    taskIdleMs: 0,
   };
   private failure: unknown;
   /** Left unset, the worker reports no lifecycle state (as an older worker or a stand-in would). */

@@ -21,10 +21,12 @@ function setup(maxTaskIdleMs = 0) {
   const moves = new Map<string, number>();
   const enforced: EnforcedProcessing[] = [];
   const paused: string[] = [];
+  const idle: number[] = [];
   const inputs = [TABLE, STREAM];
   const sync = new InputSynchronizer(
     {
       inputsOf: (key) => (key === OTHER ? undefined : inputs),
+      taskOf: () => '0_0',
       lag: (key) => lags.get(key),
       positionMoves: (key) => moves.get(key) ?? 0,
       pause: (key) => paused.push(`pause ${key}`),
@@ -32,9 +34,10 @@ function setup(maxTaskIdleMs = 0) {
     },
     maxTaskIdleMs,
     (e) => enforced.push(e),
+    (ms) => idle.push(ms),
   );
   const names = (ms: readonly Message[]) => ms.map((m) => m.value!.toString());
-  return { sync, lags, moves, enforced, paused, names };
+  return { sync, lags, moves, enforced, paused, idle, names };
 }
 
 test('the records of a task with two inputs go oldest first across them; a single-input partition passes straight through', () => {
@@ -45,18 +48,18 @@ test('the records of a task with two inputs go oldest first across them; a singl
 });
 
 test('while an input with nothing held is known to have unread records, the task waits; its records go once they come, in timestamp order', () => {
-  const { sync, lags, names, enforced } = setup();
+  const { sync, lags, names, enforced, idle } = setup();
   lags.set(TABLE, 500);
   assert.deepEqual(names(sync.admit([message('orders', 0, 100), message('clicks', 0, 1)], 0)), ['clicks@0']);
   assert.equal(sync.holding, true);
-  assert.deepEqual(sync.waitingTasks(10), [{ task: TABLE, partition: TABLE, forMs: 10 }]);
+  assert.deepEqual(sync.waitingTasks(10), [{ task: '0_0', partition: TABLE, forMs: 10 }]);
   // An empty fetch changes nothing.
   assert.deepEqual(names(sync.admit([], 20)), []);
   // The table's records arrive and it catches up: its older rows go first, then the order, then the newer row.
   lags.set(TABLE, 0);
   assert.deepEqual(names(sync.admit([message('customers', 0, 50), message('customers', 1, 150)], 30)), ['customers@0', 'orders@0', 'customers@1']);
   assert.equal(sync.holding, false);
-  assert.equal(sync.idleMs.get(TABLE), 30);
+  assert.deepEqual(idle, [30]);
   assert.deepEqual(enforced, []);
 });
 
@@ -67,7 +70,7 @@ test('an input whose end is unknown is waited for at most LAG_WAIT_LIMIT_MS; the
   assert.deepEqual(names(sync.admit([message('orders', 1, 101)], LAG_WAIT_LIMIT_MS - 1)), []);
   assert.deepEqual(names(sync.admit([], LAG_WAIT_LIMIT_MS)), ['orders@0', 'orders@1']);
   assert.deepEqual(names(sync.admit([message('orders', 2, 102)], LAG_WAIT_LIMIT_MS + 5)), ['orders@2']);
-  assert.deepEqual(enforced, [{ task: TABLE, partition: TABLE, waitedMs: LAG_WAIT_LIMIT_MS, reason: 'unknown' }]);
+  assert.deepEqual(enforced, [{ task: '0_0', partition: TABLE, waitedMs: LAG_WAIT_LIMIT_MS, reason: 'unknown' }]);
 });
 
 test('maxTaskIdleMs > 0 also waits that long for an input that is caught up; -1 never waits', () => {
