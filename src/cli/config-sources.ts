@@ -27,6 +27,7 @@ const FIELD_KINDS = {
   advertisedUrl: 'string',
   kafka: 'map',
   shutdownTimeoutMs: 'number',
+  repartitionPurgeIntervalMs: 'number',
   cacheMaxBytes: 'number',
   cacheMaxRecords: 'number',
   stateStore: 'string',

@@ -7,6 +7,7 @@ import { loadTopology } from '../dsl/load.ts';
 import { offloadableSubtopologies } from '../runtime/offload/offloaded-tasks.ts';
 import { typecheckTopology } from './typecheck.ts';
 import { sessionJson, sessionText, timeDetails, timeDetailsText, type TimeDetails } from './describe-time.ts';
+import { eventTimeOutputs, eventTimeOutputWarning } from './describe-retention.ts';
 
 export type DescribeFormat = 'text' | 'json' | 'mermaid';
 
@@ -47,6 +48,8 @@ export interface TopologyDescription {
   /** Each join's inputs, which must have the same partition count, key encoding and partitioner. */
   readonly copartitionGroups: CompiledTopology['copartitionGroups'];
   readonly globalTables: readonly { readonly store: string; readonly node: string; readonly topic: string }[];
+  /** What an operator should check before running it: output topics that get event-time-stamped aggregate results. */
+  readonly warnings: readonly string[];
 }
 
 function roleOf(n: CompiledNode): 'source' | 'processor' | 'sink' {
@@ -107,6 +110,7 @@ export function describeJson(c: CompiledTopology): TopologyDescription {
     topics: c.topics,
     copartitionGroups: c.copartitionGroups,
     globalTables: c.globalTables.map((g) => ({ store: g.store, node: g.node, topic: g.topic })),
+    warnings: eventTimeOutputs(c).map(eventTimeOutputWarning),
   };
 }
 
@@ -150,11 +154,14 @@ export function describeText(c: CompiledTopology): string {
   }
   lines.push('Topics:');
   for (const t of c.topics) {
-    const parts = [t.kind, t.internal ? 'internal' : 'external', `cleanup.policy=${t.cleanupPolicy}`];
+    const configs = Object.entries(t.config ?? { 'cleanup.policy': t.cleanupPolicy }).map(([k, v]) => `${k}=${v}`);
+    const parts = [t.kind, t.internal ? 'internal' : 'external', ...configs];
     if (t.partitions !== undefined) parts.push(`partitions=${t.partitions}`);
     else if (t.subtopology !== undefined) parts.push(`partitions=tasks of sub-topology ${t.subtopology}`);
     lines.push(`  ${t.name} (${parts.join(', ')})`);
   }
+  const warnings = eventTimeOutputs(c);
+  if (warnings.length > 0) lines.push('Warnings:', ...warnings.map((w) => `  ${eventTimeOutputWarning(w)}`));
   return lines.join('\n');
 }
 

@@ -25,6 +25,7 @@ import {
   type TopologyErrorLocation,
 } from './errors.ts';
 import { CompiledTopology } from './compiled.ts';
+import { internalTopicConfig } from './internal-topic-configs.ts';
 import type { CoPartitionGroup, CompileOptions, CompiledGlobalTable, CompiledNode, CompiledStore, CompiledSubtopology, TopicRequirement } from './types.ts';
 
 const NAME_RE = /^[a-zA-Z0-9._-]{1,249}$/;
@@ -434,9 +435,10 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
   for (const n of compiledNodes) if (n.kind === 'source') addTopic({ name: n.topic!, kind: 'source', internal: false, cleanupPolicy: 'delete' });
   for (const g of globalTables) addTopic({ name: g.topic, kind: 'source', internal: false, cleanupPolicy: 'delete' });
   for (const n of compiledNodes) if (n.kind === 'sink') addTopic({ name: n.topic!, kind: 'sink', internal: false, cleanupPolicy: 'delete' });
-  for (const n of compiledNodes) if (n.kind === 'repartitionSource') addTopic({ name: n.topic!, kind: 'repartition', internal: true, cleanupPolicy: 'delete', subtopology: n.subtopology });
-  for (const s of finalStores) if (!s.sourceTopicChangelog) addTopic({ name: s.changelogTopic, kind: 'changelog', internal: true, cleanupPolicy: 'compact', subtopology: s.subtopology });
-  addTopic({ name: deadLetterTopic, kind: 'dead-letter', internal: bopts.deadLetterTopic === undefined, cleanupPolicy: 'delete' });
+  for (const n of compiledNodes) if (n.kind === 'repartitionSource') addTopic({ name: n.topic!, kind: 'repartition', internal: true, cleanupPolicy: 'delete', config: internalTopicConfig('repartition'), subtopology: n.subtopology });
+  for (const s of finalStores) if (!s.sourceTopicChangelog) addTopic({ name: s.changelogTopic, kind: 'changelog', internal: true, cleanupPolicy: 'compact', config: internalTopicConfig('changelog'), subtopology: s.subtopology });
+  const ownDeadLetterTopic = bopts.deadLetterTopic === undefined;
+  addTopic({ name: deadLetterTopic, kind: 'dead-letter', internal: ownDeadLetterTopic, cleanupPolicy: 'delete', ...(ownDeadLetterTopic ? { config: internalTopicConfig('dead-letter') } : {}) });
 
   return new CompiledTopology({
     appId,

@@ -13,6 +13,8 @@ export interface TopicRequirement {
   /** Owned by the application (named `<appId>-...`) and created by it. */
   readonly internal: boolean;
   readonly cleanupPolicy: 'delete' | 'compact';
+  /** For internal topics: the topic configs they are created with (internal-topic-configs.ts). */
+  readonly config?: Readonly<Record<string, string>>;
   /** Set by `resolvePartitions`; at compile time unknown for every topic. */
   readonly partitions?: number;
   /**

@@ -100,12 +100,12 @@ async function listTopics(admin: AdminClient): Promise<string[]> {
   return askAgainWhileRetriable(() => admin.listTopics({ timeout: 10_000 }));
 }
 
-/** Creates what is missing; topics that already exist are left as they are. */
-export async function ensureTopics(admin: AdminClient, specs: readonly TopicSpec[]): Promise<void> {
-  if (specs.length === 0) return;
+/** Creates what is missing; topics that already exist are left as they are. Returns the names of those it found missing. */
+export async function ensureTopics(admin: AdminClient, specs: readonly TopicSpec[]): Promise<string[]> {
+  if (specs.length === 0) return [];
   const existing = new Set(await listTopics(admin));
   const missing = specs.filter((s) => !existing.has(s.name));
-  if (missing.length === 0) return;
+  if (missing.length === 0) return [];
   let failure: unknown;
   try {
     await admin.createTopics({
@@ -126,7 +126,7 @@ export async function ensureTopics(admin: AdminClient, specs: readonly TopicSpec
   for (let attempt = 0; attempt < 40; attempt++) {
     const now = new Set(await listTopics(admin));
     still = missing.filter((s) => !now.has(s.name)).map((s) => s.name);
-    if (still.length === 0) return;
+    if (still.length === 0) return missing.map((s) => s.name);
     await new Promise((r) => setTimeout(r, 250));
   }
   const why = failure === undefined ? 'created, but still not listed after 10 s' : (failure as Error).message;

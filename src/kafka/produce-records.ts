@@ -2,7 +2,7 @@ import type { OutgoingRecord } from '../core/records.ts';
 import { connectProducer, disconnect, flush, type RdConfig } from './clients.ts';
 
 /** A record to write to a topic the caller names once: key, value and headers as bytes. */
-export type RecordToProduce = Pick<OutgoingRecord, 'key' | 'value' | 'headers' | 'partition'>;
+export type RecordToProduce = Pick<OutgoingRecord, 'key' | 'value' | 'headers' | 'partition' | 'timestamp'>;
 
 /**
  * Writes records with an idempotent producer and returns once the broker acknowledged every one.
@@ -14,7 +14,7 @@ export async function produceRecords(bootstrap: string, topic: string, records: 
   let count = 0;
   try {
     for (const r of records) {
-      producer.produce(topic, r.partition ?? null, r.value, r.key, Date.now(), undefined, r.headers?.map((h) => ({ [h.key]: h.value })));
+      producer.produce(topic, r.partition ?? null, r.value, r.key, r.timestamp ?? Date.now(), undefined, r.headers?.map((h) => ({ [h.key]: h.value })));
       // Bounded memory for large inputs: librdkafka's queue holds at most what is not yet flushed.
       if (++count % 20_000 === 0) await flush(producer, 60_000);
     }

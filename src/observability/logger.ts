@@ -201,6 +201,18 @@ export function attachLogging(worker: ObservedWorker, root: Logger, options: Log
         if (e.off === undefined) log.info({ event: e.type, subtopologies: e.subtopologies }, 'stateless sub-topologies run on the processing thread');
         else (e.failed === true ? log.warn.bind(log) : log.info.bind(log))({ event: e.type, reason: e.off }, 'every stage runs on the main thread');
         break;
+      case 'topic-config-corrected':
+        log.warn({ event: e.type, topic: e.topic, setting: e.setting, from: e.from, to: e.to }, `internal topic ${e.topic}: ${e.setting} was ${e.from}, set to ${e.to}`);
+        break;
+      case 'topic-configs-unverified':
+        log.warn({ event: e.type, topics: e.topics, reason: e.reason }, 'the configs of existing internal topics could not be checked: see docs/operations.md#internal-topics');
+        break;
+      case 'repartition-purged':
+        log.debug({ event: e.type, partitions: e.partitions }, 'consumed repartition records deleted');
+        break;
+      case 'repartition-purge-failed':
+        log.warn({ event: e.type, reason: e.reason }, 'repartition purge failed: retried at the next interval');
+        break;
       case 'stopped':
         flush();
         flushLate();

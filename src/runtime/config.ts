@@ -52,6 +52,12 @@ export const workerConfigSchema = z
     kafka: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
     shutdownTimeoutMs: z.number().int().min(1_000).default(30_000),
     /**
+     * Kafka Streams' repartition.purge.interval.ms: at most this often, after a commit, the worker deletes
+     * the records of its repartition partitions below the offsets it committed (repartition-purge.ts);
+     * repartition topics have no time retention, so this is what keeps them bounded. 0: after every commit.
+     */
+    repartitionPurgeIntervalMs: z.number().int().min(0).default(30_000),
+    /**
      * Kafka Streams' record cache (`statestore.cache.max.bytes`, 10 MiB there too): the key-value aggregates
      * of all of the worker's tasks hold back their latest result per key, up to this many bytes together,
      * and send each downstream once, when the transaction commits (past the limit, the least recently

@@ -43,7 +43,7 @@ export class WorkerRecordCollector {
     private readonly context: RuntimeContext,
     private readonly output: TransactionalOutput,
     private readonly deadLetterTopics: ReadonlySet<string>,
-    private readonly repartitionTopics: ReadonlySet<string>,
+    readonly repartitionTopics: ReadonlySet<string>,
     private readonly partitionCount: (topic: string) => number | undefined,
   ) {}
 

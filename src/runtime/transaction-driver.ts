@@ -6,6 +6,7 @@ import { stepBackIfNamesakeLive, tooManyFencings, type InstanceGuardOptions } fr
 import { parsePartitionKey, partitionKey, type PartitionProgress } from './partition-progress.ts';
 import { producerMessageMaxBytes, type RecordTooLargeError } from './record-size.ts';
 import type { WorkerRecordCollector } from './record-collector.ts';
+import { RepartitionPurge } from './repartition-purge.ts';
 import type { RuntimeContext } from './runtime-context.ts';
 import type { TaskManager } from './task-manager.ts';
 import { describeKafkaError, isFatalOrFencing, isFencing, recordTooLarge } from './transaction/kafka-errors.ts';
@@ -26,6 +27,7 @@ export class TransactionDriver {
   private fencedAt: number[] = [];
   /** Transactions in a row the broker refused for a record batch over a topic's max.message.bytes. */
   private sizeRefusals = 0;
+  private readonly purge: RepartitionPurge;
 
   constructor(
     private readonly context: RuntimeContext,
@@ -34,7 +36,9 @@ export class TransactionDriver {
     private readonly progress: PartitionProgress,
     private readonly collector: WorkerRecordCollector,
     private readonly guard: InstanceGuardOptions,
-  ) {}
+  ) {
+    this.purge = new RepartitionPurge(context, collector.repartitionTopics, (key) => tasks.owns(key));
+  }
 
   get open(): boolean {
     return this.output.open;
@@ -86,9 +90,15 @@ export class TransactionDriver {
       return;
     }
     this.markCommitted();
+    this.purge.afterCommit(this.progress.committed);
     if (outcome.announced) this.context.emit({ type: 'committed', records, ms: Date.now() - started });
     this.context.step('commit: after commit');
     await this.tasks.afterCommit();
+  }
+
+  /** At the worker's close: a repartition purge in flight ends first. */
+  async close(): Promise<void> {
+    await this.purge.close();
   }
 
   async abort(reason: string): Promise<void> {

@@ -33,6 +33,8 @@ export interface RuntimeTopic {
   readonly kind: 'source' | 'sink' | 'repartition' | 'changelog' | 'dead-letter';
   readonly internal: boolean;
   readonly cleanupPolicy: 'delete' | 'compact';
+  /** For internal topics: the configs they are created with and held to at start (internal-topic-audit.ts). */
+  readonly config?: Readonly<Record<string, string>>;
   readonly partitions?: number;
   /** For internal topics: the sub-topology whose task count decides the partition count. */
   readonly subtopology?: number;

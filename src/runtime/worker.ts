@@ -228,7 +228,7 @@ export class Worker extends EventEmitter {
     this.partitionsByTopic = await this.clients.withAdmin(
       this.config.bootstrap,
       async (admin) => {
-        const partitions = await prepareTopics(admin, this.topology);
+        const partitions = await prepareTopics(admin, this.topology, this.context);
         // Before this worker's producer exists: its initTransactions would fence a live namesake mid-work.
         await refuseLiveNamesake(admin, {
           ...this.guardOptions(),
@@ -668,6 +668,7 @@ export class Worker extends EventEmitter {
     await this.tasks.closeAll(clean);
     if (consumer) await disconnect(consumer, this.config.shutdownTimeoutMs);
     await this.globalTables.close();
+    await this.transaction.close();
     await this.output.close();
     this.consumer = undefined;
     this.instanceClaim?.release();

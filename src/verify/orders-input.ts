@@ -75,6 +75,8 @@ export function ordersInput(opts: OrdersInputOptions): InputRecord[] {
 }
 
 /** Produces records with an idempotent producer and waits until all are acknowledged. */
-export async function produceAll(bootstrap: string, topic: string, records: readonly InputRecord<string | Buffer>[], clientOptions: Record<string, string | number | boolean> = {}): Promise<void> {
-  await produceRecords(bootstrap, topic, records.map((r) => ({ key: Buffer.from(r.key), value: Buffer.from(r.value) })), clientOptions);
+/** `ageMs`: every record is stamped that long before now (a backfill of old data); by default now. */
+export async function produceAll(bootstrap: string, topic: string, records: readonly InputRecord<string | Buffer>[], clientOptions: Record<string, string | number | boolean> = {}, ageMs = 0): Promise<void> {
+  const timestamp = ageMs > 0 ? Date.now() - ageMs : undefined;
+  await produceRecords(bootstrap, topic, records.map((r) => ({ key: Buffer.from(r.key), value: Buffer.from(r.value), ...(timestamp === undefined ? {} : { timestamp }) })), clientOptions);
 }

@@ -11,6 +11,9 @@ export interface WorkerEventLine {
   readonly [k: string]: unknown;
 }
 
+/** A day: longer than any verified run, so no repartition record is purged before the verifier reads it. */
+export const VERIFIABLE_PURGE_INTERVAL_MS = 86_400_000;
+
 /** A worker replica in its own process, as users run it: `onceflow run <file>`; its events come as JSON lines. */
 export class WorkerProcess {
   readonly events: WorkerEventLine[] = [];
@@ -31,7 +34,9 @@ export class WorkerProcess {
     const report = ['--report-on-signal', '--report-compact', `--report-directory=${this.reportDir}`];
     this.child = spawn(process.execPath, [...report, '--import', 'tsx', 'src/cli/main.ts', 'run', file, '--events', '--no-typecheck', ...args], {
       cwd: projectRoot(),
-      env: { ...process.env, ...env },
+      // The verifiers trace every output back through the repartition topics after the run, so those must stay
+      // whole: the purge is off unless a run asks for it (the purge's own tests do).
+      env: { ...process.env, ONCEFLOW_REPARTITION_PURGE_INTERVAL_MS: String(VERIFIABLE_PURGE_INTERVAL_MS), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     createInterface({ input: this.child.stdout! }).on('line', (line) => {

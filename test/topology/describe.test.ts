@@ -56,12 +56,14 @@ Stores:
 Topics:
   orders (source, external, cleanup.policy=delete)
   customer-paid-totals (sink, external, cleanup.policy=delete)
-  orders-order-versions-repartition (repartition, internal, cleanup.policy=delete, partitions=tasks of sub-topology 1)
-  orders-customer-paid-repartition (repartition, internal, cleanup.policy=delete, partitions=tasks of sub-topology 2)
+  orders-order-versions-repartition (repartition, internal, cleanup.policy=delete, retention.ms=-1, retention.bytes=-1, segment.bytes=52428800, segment.ms=600000, partitions=tasks of sub-topology 1)
+  orders-customer-paid-repartition (repartition, internal, cleanup.policy=delete, retention.ms=-1, retention.bytes=-1, segment.bytes=52428800, segment.ms=600000, partitions=tasks of sub-topology 2)
   orders-order-events-seen-changelog (changelog, internal, cleanup.policy=compact, partitions=tasks of sub-topology 0)
   orders-order-versions-changelog (changelog, internal, cleanup.policy=compact, partitions=tasks of sub-topology 1)
   orders-customer-paid-changelog (changelog, internal, cleanup.policy=compact, partitions=tasks of sub-topology 2)
-  orders-dlq (dead-letter, internal, cleanup.policy=delete)`;
+  orders-dlq (dead-letter, internal, cleanup.policy=delete, message.timestamp.type=LogAppendTime)
+Warnings:
+  output topic customer-paid-totals (sink KSTREAM-SINK-0000000008) gets results of customer-paid stamped with their input's event time: records older than the topic's retention.ms are deleted by the broker at its next retention check, so a backfill's results can vanish after they are written. Give the topic a retention longer than the oldest input you may replay, or retention.ms=-1 (docs/operations.md#output-topics-and-event-time)`;
 
 const WORD_COUNT_TEXT = `Topology: word-count
 Topologies:
@@ -93,9 +95,11 @@ Stores:
 Topics:
   lines (source, external, cleanup.policy=delete)
   word-counts (sink, external, cleanup.policy=delete)
-  word-count-counts-repartition (repartition, internal, cleanup.policy=delete, partitions=tasks of sub-topology 1)
+  word-count-counts-repartition (repartition, internal, cleanup.policy=delete, retention.ms=-1, retention.bytes=-1, segment.bytes=52428800, segment.ms=600000, partitions=tasks of sub-topology 1)
   word-count-counts-changelog (changelog, internal, cleanup.policy=compact, partitions=tasks of sub-topology 1)
-  word-count-dlq (dead-letter, internal, cleanup.policy=delete)`;
+  word-count-dlq (dead-letter, internal, cleanup.policy=delete, message.timestamp.type=LogAppendTime)
+Warnings:
+  output topic word-counts (sink KSTREAM-SINK-0000000005) gets results of counts stamped with their input's event time: records older than the topic's retention.ms are deleted by the broker at its next retention check, so a backfill's results can vanish after they are written. Give the topic a retention longer than the oldest input you may replay, or retention.ms=-1 (docs/operations.md#output-topics-and-event-time)`;
 
 const WORD_COUNT_MERMAID = `flowchart LR
   subgraph sub0["Sub-topology 0<br/>processing thread"]
@@ -153,7 +157,7 @@ test('describe json carries sub-topologies, stores, topics and the EOS boundary 
   assert.ok(all.every((n) => n.boundary === 'transactional' && n.eos === 'inside the Kafka transaction'));
   const src = all.find((n) => n.name === 'KSTREAM-SOURCE-0000000000')!;
   assert.deepEqual([src.role, src.topic, src.successors, src.keySerde, src.valueSerde], ['source', 'orders', ['order-events-seen'], 'string', 'json']);
-  assert.deepEqual(d.topics.find((t) => t.kind === 'changelog'), { name: 'orders-order-events-seen-changelog', kind: 'changelog', internal: true, cleanupPolicy: 'compact', subtopology: 0 });
+  assert.deepEqual(d.topics.find((t) => t.kind === 'changelog'), { name: 'orders-order-events-seen-changelog', kind: 'changelog', internal: true, cleanupPolicy: 'compact', config: { 'cleanup.policy': 'compact' }, subtopology: 0 });
   assert.deepEqual(describeJson(compile(ordersTopology())), d);
 });
 
