@@ -24,6 +24,8 @@ export interface TopologyDescription {
     readonly id: number;
     /** Stateless (no store or effect): under `onceflow run` its records are decoded, processed and encoded on the processing thread. */
     readonly processingThread: boolean;
+    /** Reads several input topics and keeps state: its tasks take their inputs' records in timestamp order (maxTaskIdleMs). */
+    readonly synchronizesInputs: boolean;
     readonly nodes: readonly ({
       readonly name: string;
       readonly kind: string;
@@ -68,8 +70,19 @@ function idempotencyKeyText(fn: KeyValueFn | undefined): string {
 /** The note after a sub-topology's heading when the processing thread runs it. */
 const ON_PROCESSING_THREAD = 'stateless: runs on the processing thread under onceflow run';
 
+/**
+ * Sub-topologies whose tasks hold back records until their inputs can go in timestamp order
+ * (runtime/input-synchronizer.ts): several input topics, and state that the order decides.
+ */
+function synchronizedSubtopologies(c: CompiledTopology): Set<number> {
+  return new Set(c.subtopologies.filter((s) => s.sourceTopics.length > 1 && s.stores.length > 0).map((s) => s.id));
+}
+
+const SYNCHRONIZED = 'inputs taken in timestamp order, waiting for an input that is behind (maxTaskIdleMs)';
+
 export function describeJson(c: CompiledTopology): TopologyDescription {
   const offloadable = new Set(offloadableSubtopologies(c));
+  const synchronized = synchronizedSubtopologies(c);
   return {
     appId: c.appId,
     ...(c.sourceFile !== undefined ? { sourceFile: c.sourceFile } : {}),
@@ -79,6 +92,7 @@ export function describeJson(c: CompiledTopology): TopologyDescription {
     subtopologies: c.subtopologies.map((s) => ({
       id: s.id,
       processingThread: offloadable.has(s.id),
+      synchronizesInputs: synchronized.has(s.id),
       nodes: s.nodes.map((n) => ({
         name: n.name,
         kind: n.kind,
@@ -118,10 +132,11 @@ export function describeJson(c: CompiledTopology): TopologyDescription {
 export function describeText(c: CompiledTopology): string {
   const lines: string[] = [];
   const offloadable = new Set(offloadableSubtopologies(c));
+  const synchronized = synchronizedSubtopologies(c);
   lines.push(`Topology: ${c.appId}${c.sourceFile !== undefined ? ` (${c.sourceFile})` : ''}`);
   lines.push('Topologies:');
   for (const s of c.subtopologies) {
-    lines.push(`   Sub-topology: ${s.id}${offloadable.has(s.id) ? ` [${ON_PROCESSING_THREAD}]` : ''}`);
+    lines.push(`   Sub-topology: ${s.id}${offloadable.has(s.id) ? ` [${ON_PROCESSING_THREAD}]` : ''}${synchronized.has(s.id) ? ` [${SYNCHRONIZED}]` : ''}`);
     for (const n of s.nodes) {
       const role = roleOf(n);
       const eos = `[${n.boundaryText}]`;

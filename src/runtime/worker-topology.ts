@@ -50,10 +50,10 @@ export interface RuntimeTask {
   rollback(): void;
   /** What the task's stages counted since it was created; tasks without such stages may omit it. */
   readonly metrics?: Readonly<Pick<TaskMetrics, 'lateRecordsDropped' | 'duplicatesDropped' | 'staleVersionsDropped'>>;
-  /** Largest record timestamp seen (windows and TTLs run on it); tasks without time-based state may omit it. */
-  readonly streamTime?: number;
   /** Per join stage, stream records that found no row; tasks without such joins may omit it. */
   readonly joinMisses?: ReadonlyMap<string, number>;
+  /** Largest record timestamp seen (windows and TTLs run on it); tasks without time-based state may omit it. */
+  readonly streamTime?: number;
   /** Whether a wall-clock punctuation is due at `now`; tasks without processor stages may omit it. */
   wallClockDue?(now: number): boolean;
   /** Runs the wall-clock punctuations due at `now` in the open transaction; each output carries its origin. */

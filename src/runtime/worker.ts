@@ -684,7 +684,6 @@ export class Worker extends EventEmitter {
     return this.consumer ? partitionLag(this.consumer, this.tasks.ownedPartitions(), this.progress) : [];
   }
 
-  /** Partition counts of every topic the application uses, once started. */
   /** Per join stage, stream records that found no row in the table (committed transactions). */
   joinMisses(): ReadonlyMap<string, number> {
     return this.tasks.joinMisses;
@@ -695,6 +694,7 @@ export class Worker extends EventEmitter {
     return this.synchronizer.waitingTasks();
   }
 
+  /** Partition counts of every topic the application uses, once started. */
   partitionCount(topic: string): number | undefined {
     return this.partitionsByTopic.get(topic);
   }

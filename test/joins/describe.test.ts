@@ -28,7 +28,12 @@ test('describe shows each join, the tables it reads, its window stores, its co-p
   assert.match(text, /customers \(key-value, node KTABLE-TOTABLE-\d+, sub-topology 0, changelog customers \(its source topic\)\)/);
   assert.match(text, /Global tables .*\n {2}countries \(node KSTREAM-GLOBALTABLE-\d+, topic countries\)/);
   assert.match(text, /Co-partition groups .*\n {2}with-customer \(sub-topology 0\): \[customers, orders, payments\]/);
+  assert.match(text, /Sub-topology: 0 \[inputs taken in timestamp order, waiting for an input that is behind \(maxTaskIdleMs\)\]/);
   const json = describeJson(compiled);
+  assert.deepEqual(
+    json.subtopologies.map((s) => s.synchronizesInputs),
+    json.subtopologies.map((s) => s.id === 0),
+  );
   assert.deepEqual(
     json.copartitionGroups.map((g) => g.join),
     ['with-customer', 'with-payment'],
