@@ -23,6 +23,7 @@ export function registerChaos(program: Command): void {
     .addOption(new Option('--guarantee <g>', 'processing guarantee').choices(['exactly_once', 'at_least_once']).default('exactly_once'))
     .addOption(new Option('--topology <name>', 'the example topology to run').choices(['orders', 'word-count', 'enrichment', 'sessions', 'heartbeats']).default('orders'))
     .option('--feed-ms <ms>', 'how long the input keeps arriving', intAtLeast(0), 20000)
+    .option('--backlog', 'write the whole input before the workers start (kills still land over --feed-ms)')
     .addOption(new Option('--format <format>', 'orders input format (avro: registry Avro; starts the registry too)').choices(['json', 'avro']).default('json'))
     .option('--bootstrap <servers>', 'use a running broker instead of starting one')
     .option('--registry-url <url>', 'with --bootstrap and --format avro: the schema registry to use')
@@ -46,6 +47,7 @@ export function registerChaos(program: Command): void {
         guarantee: o.guarantee as 'exactly_once' | 'at_least_once',
         pipeline: o.topology as PipelineName,
         feedMs: Number(o.feedMs),
+        backlog: o.backlog === true,
         format: o.format === 'avro' ? 'avro' : 'json',
         cacheMaxRecords: Number(o.cacheMaxRecords),
         stateStore: o.stateStore === 'persistent' ? 'persistent' : 'memory',

@@ -37,6 +37,8 @@ export interface ChaosOptions {
   readonly partitions?: number;
   /** How long input keeps arriving: kills land while records flow. */
   readonly feedMs?: number;
+  /** The whole input is written before the first worker starts (an app deployed on topics that hold data); kills still land over feedMs. */
+  readonly backlog?: boolean;
   /** Use this broker instead of starting one (broker restarts then need `clusterDir`). */
   readonly bootstrap?: string;
   readonly clusterDir?: string;
@@ -204,6 +206,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       return w;
     };
     const harnessStopped = new Set<WorkerProcess>();
+    if (opts.backlog === true) await produceAll(bootstrap, input, records);
     for (let i = 0; i < opts.replicas; i++) {
       const id = `r${nextInstance++}`;
       live.set(id, spawnWorker(id));
@@ -214,7 +217,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     const feedMs = opts.feedMs ?? 20_000;
     const slices = 20;
     const feeding = (async () => {
-      for (let s = 0; s < slices; s++) {
+      for (let s = 0; s < slices && opts.backlog !== true; s++) {
         const part = records.slice(Math.floor((s * records.length) / slices), Math.floor(((s + 1) * records.length) / slices));
         await produceAll(bootstrap, input, part);
         await sleep(feedMs / slices);
