@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { OnceflowError } from '../errors.ts';
 import { withAdmin } from '../kafka/admin.ts';
-import { parseWorkerConfig } from '../runtime/config.ts';
-import { groupEndpoints } from '../runtime/endpoints.ts';
+import { parseWorkerConfig } from '../runtime/worker/config.ts';
+import { groupEndpoints } from '../runtime/queries/endpoints.ts';
 import { resolveConfigSources, type ConfigFlags } from './config-sources.ts';
 import { bootstrapSource, devConnection, requireReachable } from './connection.ts';
 

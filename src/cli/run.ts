@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
 import { compile } from '../graph/compile.ts';
 import { loadTopology } from '../dsl/load.ts';
-import { Worker, type WorkerEvent } from '../runtime/worker.ts';
-import { runtimeTopology } from '../runtime/worker-topology.ts';
-import { killAt } from '../runtime/faults.ts';
+import { Worker, type WorkerEvent } from '../runtime/worker/worker.ts';
+import { runtimeTopology } from '../runtime/task/worker-topology.ts';
+import { killAt } from '../runtime/worker/faults.ts';
 import { attachLogging, createLogger, startObservability, type ObservabilityServer } from '../observability/index.ts';
 import { addConfigOptions, configFlagsFrom, type ConfigCommandOptions } from './config.ts';
 import { resolveConfigSources, resolveRuntimeOptions, type RuntimeFlags } from './config-sources.ts';

@@ -5,6 +5,12 @@ import type { RecordHeader } from './records.ts';
 /** librdkafka's default `message.max.bytes`: a produce() of a larger record fails at once with MSG_SIZE_TOO_LARGE. */
 export const DEFAULT_MESSAGE_MAX_BYTES = 1_000_000;
 
+/** The producer's message.max.bytes as configured (librdkafka's default otherwise): what one produce may carry. */
+export function producerMessageMaxBytes(kafka: Readonly<Record<string, unknown>>): number {
+  const configured = Number(kafka['message.max.bytes']);
+  return Number.isFinite(configured) && configured > 0 ? configured : DEFAULT_MESSAGE_MAX_BYTES;
+}
+
 /** Room kept for what the worker adds to every output: the lineage headers and their names, and the record's framing. */
 export const LINEAGE_HEADER_ALLOWANCE = 512;
 

@@ -1,6 +1,6 @@
 import { isOnceflowError } from '../errors.ts';
-import type { InteractiveQueries, KeyAnswer, KeyLocation, WindowsAnswer } from '../runtime/interactive-queries.ts';
-import type { MemberEndpoint } from '../runtime/endpoints.ts';
+import type { InteractiveQueries, KeyAnswer, KeyLocation, WindowsAnswer } from '../runtime/queries/interactive-queries.ts';
+import type { MemberEndpoint } from '../runtime/queries/endpoints.ts';
 import { parseKeyText, StoreQueryError } from '../state/queries.ts';
 
 export type Respond = (status: number, body: unknown, headers?: Readonly<Record<string, string>>) => void;

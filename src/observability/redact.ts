@@ -1,4 +1,4 @@
-import { SECRET_OPTION } from '../runtime/config.ts';
+import { SECRET_OPTION } from '../runtime/worker/config.ts';
 
 export const REDACTED = '***';
 

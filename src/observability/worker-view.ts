@@ -1,6 +1,6 @@
-import type { ResolvedWorkerConfig } from '../runtime/config.ts';
-import type { InteractiveQueries } from '../runtime/interactive-queries.ts';
-import type { PartitionLag, TopicRecordCount, Transition, TransitionCount, WorkerEvent, WorkerStats } from '../runtime/worker-events.ts';
+import type { ResolvedWorkerConfig } from '../runtime/worker/config.ts';
+import type { InteractiveQueries } from '../runtime/queries/interactive-queries.ts';
+import type { PartitionLag, TopicRecordCount, Transition, TransitionCount, WorkerEvent, WorkerStats } from '../runtime/worker/worker-events.ts';
 
 // Still exported from here: they are part of the view a worker gives observability.
 export type { PartitionLag, TopicRecordCount };

@@ -4,12 +4,12 @@ import type { TopologyBuilder } from '../dsl/builder.ts';
 import { compile } from '../graph/compile.ts';
 import type { CompiledTopology } from '../graph/compiled.ts';
 import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordHeader } from '../core/records.ts';
-import { createTask, taskId, type Step, type Task, type TaskMetrics, type TaskOptions } from '../runtime/task.ts';
+import { createTask, taskId, type Step, type Task, type TaskMetrics, type TaskOptions } from '../runtime/task/task.ts';
 import { scanAll } from '../state/queries.ts';
 import { partitionFor } from './partitioner.ts';
 import { DEAD_LETTER } from '../core/headers.ts';
 import { RecordSizeLimits } from '../core/record-size.ts';
-import { globalTableRows, type GlobalTableRows } from '../runtime/global-tables.ts';
+import { globalTableRows, type GlobalTableRows } from '../runtime/global-tables/global-tables.ts';
 
 export class UnknownTestTopicError extends OnceflowError {
   readonly code = 'UNKNOWN_TEST_TOPIC';

@@ -5,7 +5,7 @@ import { Command } from 'commander';
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
 import { formatStatus, groupStatus, registerStatus, StatusError, watchStatus, type GroupStatus } from '../../src/cli/status.ts';
 import { withAdmin } from '../../src/kafka/admin.ts';
-import { formatCommitMetadata } from '../../src/runtime/commit-metadata.ts';
+import { formatCommitMetadata } from '../../src/runtime/transaction/commit-metadata.ts';
 import { connectConsumer, connectProducer, consumeBatch, disconnect, flush } from '../../src/kafka/clients.ts';
 import { createTopics, testCluster, uniqueName } from '../support/cluster.ts';
 

@@ -13,7 +13,7 @@ import { compile } from '../../src/graph/compile.ts';
 import type { AdminClient } from '../../src/kafka/admin.ts';
 import { attachMetrics } from '../../src/observability/metrics.ts';
 import { startObservability } from '../../src/observability/health.ts';
-import { formatCommitMetadata } from '../../src/runtime/commit-metadata.ts';
+import { formatCommitMetadata } from '../../src/runtime/transaction/commit-metadata.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 import { FakeWorker } from '../observability/fake-worker.ts';
 import { freePort } from '../support/ports.ts';

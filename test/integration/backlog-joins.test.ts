@@ -4,7 +4,7 @@ import { TopologyBuilder } from '../../src/dsl/builder.ts';
 import { compile } from '../../src/graph/index.ts';
 import { beginTransaction, commitTransaction, connectProducer, disconnect, initTransactions } from '../../src/kafka/clients.ts';
 import { readTopic } from '../../src/kafka/read-topic.ts';
-import { Worker, type WorkerEvent } from '../../src/runtime/worker.ts';
+import { Worker, type WorkerEvent } from '../../src/runtime/worker/worker.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 import { produceAll } from '../../src/verify/orders-input.ts';
 import { waitCaughtUp } from '../../src/verify/progress.ts';

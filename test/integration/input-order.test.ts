@@ -5,7 +5,7 @@ import { JoinWindows } from '../../src/dsl/windows.ts';
 import { compile } from '../../src/graph/index.ts';
 import { connectProducer, disconnect, flush } from '../../src/kafka/clients.ts';
 import { readTopic } from '../../src/kafka/read-topic.ts';
-import { Worker, type WorkerEvent } from '../../src/runtime/worker.ts';
+import { Worker, type WorkerEvent } from '../../src/runtime/worker/worker.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 import { waitCaughtUp } from '../../src/verify/progress.ts';
 import { createTopics, testCluster, uniqueName } from '../support/cluster.ts';

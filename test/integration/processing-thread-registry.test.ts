@@ -7,7 +7,7 @@ import { compile } from '../../src/graph/compile.ts';
 import { spawnProcessingThread } from '../../src/cli/processing-thread.ts';
 import { ProcessingThread } from '../../src/runtime/offload/processing-thread.ts';
 import { forEachOutput, packRun } from '../../src/runtime/offload/record-transfer.ts';
-import { createTask } from '../../src/runtime/task.ts';
+import { createTask } from '../../src/runtime/task/task.ts';
 import { registryAvroSerde } from '../../src/serdes/index.ts';
 import { ORDER_V1 } from '../fixtures/avro-shipped.ts';
 import { testCluster } from '../support/cluster.ts';

@@ -2,10 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TopologyBuilder } from '../../src/dsl/builder.ts';
 import { compile } from '../../src/graph/index.ts';
-import { parseWorkerConfig } from '../../src/runtime/config.ts';
-import type { RuntimeContext } from '../../src/runtime/runtime-context.ts';
-import { TaskManager } from '../../src/runtime/task-manager.ts';
-import { runtimeTopology } from '../../src/runtime/worker-topology.ts';
+import { parseWorkerConfig } from '../../src/runtime/worker/config.ts';
+import type { RuntimeContext } from '../../src/runtime/worker/runtime-context.ts';
+import { TaskManager } from '../../src/runtime/task/task-manager.ts';
+import { runtimeTopology } from '../../src/runtime/task/worker-topology.ts';
 import { stringSerde } from '../../src/serdes/index.ts';
 
 function manager(): TaskManager {

@@ -4,8 +4,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { connectProducer, disconnect, flush } from '../../src/kafka/clients.ts';
 import { attachLogging, createLogger } from '../../src/observability/logger.ts';
 import { startObservability } from '../../src/observability/health.ts';
-import { Worker } from '../../src/runtime/worker.ts';
-import type { RuntimeTopic, RuntimeTopology } from '../../src/runtime/worker-topology.ts';
+import { Worker } from '../../src/runtime/worker/worker.ts';
+import type { RuntimeTopic, RuntimeTopology } from '../../src/runtime/task/worker-topology.ts';
 import { createTopics, testCluster, uniqueName } from '../support/cluster.ts';
 
 async function until(what: string, pred: () => boolean | Promise<boolean>, timeoutMs = 90_000): Promise<void> {

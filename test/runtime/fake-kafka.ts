@@ -1,9 +1,9 @@
 import type { KafkaConsumer, LibrdKafkaError, Message, Producer, TopicPartitionOffset } from '@confluentinc/kafka-javascript';
 import type { AdminClient } from '../../src/kafka/admin.ts';
 import { ERR, type RdConfig } from '../../src/kafka/clients.ts';
-import type { ClientSupplier } from '../../src/runtime/client-supplier.ts';
-import type { IncomingRecord, RecordCollector } from '../../src/runtime/records.ts';
-import type { RuntimeTask, RuntimeTopology } from '../../src/runtime/worker-topology.ts';
+import type { ClientSupplier } from '../../src/runtime/worker/client-supplier.ts';
+import type { IncomingRecord, RecordCollector } from '../../src/core/records.ts';
+import type { RuntimeTask, RuntimeTopology } from '../../src/runtime/task/worker-topology.ts';
 
 // A broker in memory, for the worker's broker-free tests: partition logs, the group's committed
 // offsets, and transactions whose records and offsets become visible only when they commit. Calls

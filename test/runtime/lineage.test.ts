@@ -4,14 +4,14 @@ import { LINEAGE, parseLineage } from '../../src/core/headers.ts';
 import type { IncomingRecord } from '../../src/core/records.ts';
 import { TopologyBuilder } from '../../src/dsl/builder.ts';
 import { compile } from '../../src/graph/compile.ts';
-import { parseWorkerConfig } from '../../src/runtime/config.ts';
-import { kafkaClients } from '../../src/runtime/client-supplier.ts';
-import { noFaults } from '../../src/runtime/faults.ts';
-import { WorkerRecordCollector } from '../../src/runtime/record-collector.ts';
-import type { RuntimeContext } from '../../src/runtime/runtime-context.ts';
-import { createTask } from '../../src/runtime/task.ts';
+import { parseWorkerConfig } from '../../src/runtime/worker/config.ts';
+import { kafkaClients } from '../../src/runtime/worker/client-supplier.ts';
+import { noFaults } from '../../src/runtime/worker/faults.ts';
+import { WorkerRecordCollector } from '../../src/runtime/loop/record-collector.ts';
+import type { RuntimeContext } from '../../src/runtime/worker/runtime-context.ts';
+import { createTask } from '../../src/runtime/task/task.ts';
 import type { TransactionalOutput } from '../../src/runtime/transaction/output.ts';
-import type { WorkerStats } from '../../src/runtime/worker-events.ts';
+import type { WorkerStats } from '../../src/runtime/worker/worker-events.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 
 // The lineage headers are what the exactly-once verifier counts records by: a record's own outputs

@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { IllegalTransitionError } from '../../src/runtime/errors.ts';
-import { noFaults } from '../../src/runtime/faults.ts';
-import { StateMachine } from '../../src/runtime/state-machine.ts';
+import { IllegalTransitionError } from '../../src/runtime/worker/errors.ts';
+import { noFaults } from '../../src/runtime/worker/faults.ts';
+import { StateMachine } from '../../src/runtime/worker/state-machine.ts';
 import { ExactlyOnceOutput } from '../../src/runtime/transaction/exactly-once.ts';
 import { TRANSACTION_TRANSITIONS } from '../../src/runtime/transaction/states.ts';
-import { Worker, type WorkerEvent } from '../../src/runtime/worker.ts';
-import { WORKER_TRANSITIONS } from '../../src/runtime/worker-state.ts';
+import { Worker, type WorkerEvent } from '../../src/runtime/worker/worker.ts';
+import { WORKER_TRANSITIONS } from '../../src/runtime/worker/worker-state.ts';
 import { copyTopology, countingTopology, errors, FakeCluster, type FakeConsumer } from './fake-kafka.ts';
 
 // The worker's protocol against an in-memory broker (fake-kafka.ts): what it does after each kind of

@@ -2,7 +2,7 @@ import type { OutgoingRecord } from '../../core/records.ts';
 import { RecordSizeLimits } from '../../core/record-size.ts';
 import type { StageKind } from '../../dsl/nodes.ts';
 import type { CompiledSubtopology, SerdeUsage, TaskPlan } from '../../graph/types.ts';
-import { createTask, type Task } from '../task.ts';
+import { createTask, type Task } from '../task/task.ts';
 import { packOutputs, unpackRun, type PackedOutputs, type PackedRun } from './record-transfer.ts';
 
 /**

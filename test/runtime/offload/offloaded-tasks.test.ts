@@ -14,8 +14,8 @@ import { OffloadedTasks, offloadableSubtopologies } from '../../../src/runtime/o
 import type { FromThread, ThreadPort, ToThread } from '../../../src/runtime/offload/processing-thread.ts';
 import { ThreadRequests } from '../../../src/runtime/offload/thread-requests.ts';
 import { forEachOutput, packRun } from '../../../src/runtime/offload/record-transfer.ts';
-import { createTask } from '../../../src/runtime/task.ts';
-import { Worker, type WorkerEvent } from '../../../src/runtime/worker.ts';
+import { createTask } from '../../../src/runtime/task/task.ts';
+import { Worker, type WorkerEvent } from '../../../src/runtime/worker/worker.ts';
 import { jsonSerde, registryAvroSerde, stringSerde } from '../../../src/serdes/index.ts';
 import { FakeCluster } from '../fake-kafka.ts';
 import { FakeRegistry } from '../../support/fake-registry.ts';

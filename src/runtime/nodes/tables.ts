@@ -1,0 +1,124 @@
+// Tables inside a task: a table's rows can be read by key (RowReader), which is how joins see the
+// table's value as of the record they join; a table's updates flow on as (key, value), a deleted
+// row as (key, null).
+import type { CompiledNode, CompiledStore } from '../../graph/types.ts';
+import type { TransactionalStore } from '../../state/transactional.ts';
+import { StatefulNode } from './stateful.ts';
+import { RuntimeNode, type Spec, type Step } from '../task/task-context.ts';
+
+/** A table's current rows (the open transaction's writes included); undefined: no row for the key. */
+export interface RowReader {
+  row(key: unknown): unknown;
+}
+
+export function isRowReader(node: RuntimeNode): node is RuntimeNode & RowReader {
+  return typeof (node as Partial<RowReader>).row === 'function';
+}
+
+/** Rows of a key-value store (a table's or an aggregate's), decoded. */
+export class StoreRows implements RowReader {
+  readonly #keyCtx;
+  readonly #valueCtx;
+
+  constructor(
+    readonly store: TransactionalStore,
+    readonly spec: CompiledStore,
+  ) {
+    this.#keyCtx = { topic: spec.changelogTopic, role: 'key' as const };
+    this.#valueCtx = { topic: spec.changelogTopic, role: 'value' as const };
+  }
+
+  row(key: unknown): unknown {
+    if (key === null || key === undefined) return undefined;
+    const kb = this.spec.keySerde.serialize(key, this.#keyCtx) ?? Buffer.alloc(0);
+    const bytes = this.store.get(kb);
+    return bytes === undefined ? undefined : this.spec.valueSerde.deserialize(bytes, this.#valueCtx);
+  }
+}
+
+/**
+ * The rows of a table stage: read from its store when it has one (a materialized table, an aggregate),
+ * else computed from its own inputs' rows (filter, mapValues, a table-table join).
+ */
+export function rowsOf(node: RuntimeNode, storeOf: (name: string) => { store: TransactionalStore; spec: CompiledStore }): RowReader {
+  const store = node.node.stores[0];
+  if (store !== undefined) {
+    const s = storeOf(store);
+    return new StoreRows(s.store, s.spec);
+  }
+  return node as RuntimeNode & RowReader;
+}
+
+/** `stream.toTable()` and `builder.table(topic)`: the latest value per key, in a changelogged store. */
+export class ToTableNode extends StatefulNode implements RowReader {
+  readonly #rows = new StoreRows(this.store, this.storeSpec);
+
+  row(key: unknown): unknown {
+    return this.#rows.row(key);
+  }
+
+  protected apply(key: unknown, value: unknown): Step {
+    if (key === null || key === undefined) {
+      this.ctx.metrics.nullKeysDropped++;
+      return;
+    }
+    const kb = this.keyBytes(key);
+    const bytes = value === null || value === undefined ? null : this.storeSpec.valueSerde.serialize(value, this.valueCtx);
+    if (bytes === null) {
+      this.store.delete(kb, this.ctx.timestamp);
+      return this.forward(key, null);
+    }
+    this.store.put(kb, bytes, this.ctx.timestamp);
+    return this.forward(key, value);
+  }
+}
+
+/** `table.filter`: a rejected row is a deleted row downstream. */
+export class TableFilterNode extends RuntimeNode implements RowReader {
+  readonly #spec = this.node.spec as Spec<'tableFilter'>;
+
+  constructor(
+    ctx: ConstructorParameters<typeof RuntimeNode>[0],
+    node: CompiledNode,
+    readonly input: RowReader,
+  ) {
+    super(ctx, node);
+  }
+
+  #keeps(key: unknown, value: unknown): boolean {
+    return Boolean(this.checkSync(this.#spec.fn(key, value))) !== this.#spec.negate;
+  }
+
+  row(key: unknown): unknown {
+    const value = this.input.row(key);
+    return value !== undefined && this.#keeps(key, value) ? value : undefined;
+  }
+
+  protected apply(key: unknown, value: unknown): Step {
+    if (value === null || value === undefined) return this.forward(key, null);
+    return this.forward(key, this.#keeps(key, value) ? value : null);
+  }
+}
+
+/** `table.mapValues`: deleted rows stay deleted. */
+export class TableMapValuesNode extends RuntimeNode implements RowReader {
+  readonly #fn = (this.node.spec as Spec<'tableMapValues'>).fn;
+
+  constructor(
+    ctx: ConstructorParameters<typeof RuntimeNode>[0],
+    node: CompiledNode,
+    readonly input: RowReader,
+  ) {
+    super(ctx, node);
+  }
+
+  row(key: unknown): unknown {
+    const value = this.input.row(key);
+    return value === undefined ? undefined : this.checkSync(this.#fn(value));
+  }
+
+  protected apply(key: unknown, value: unknown): Step {
+    if (value === null || value === undefined) return this.forward(key, null);
+    return this.forward(key, this.checkSync(this.#fn(value)));
+  }
+}

@@ -1,0 +1,297 @@
+import type { LateRecord } from './task-context.ts';
+import { join } from 'node:path';
+import { CacheBudget } from './record-cache.ts';
+import { watermarks } from '../../kafka/clients.ts';
+import type { ChangelogOffset, PersistentTaskState } from '../../state/lmdb-store.ts';
+import type { PartitionRef } from '../loop/partition-progress.ts';
+import { partitionKey } from '../loop/partition-progress.ts';
+import type { CommitCollector } from '../../core/records.ts';
+import { producerMessageMaxBytes, RecordSizeLimits } from '../../core/record-size.ts';
+import { restoreTasks, type RestoreEnd, type RestoreObserver, type RestoreStart } from './restore.ts';
+import type { RuntimeContext } from '../worker/runtime-context.ts';
+import { taskId } from './task.ts';
+import { SplitJoinPartitionsError } from '../worker/errors.ts';
+import { StateCheckpoints } from './state-checkpoints.ts';
+import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
+
+/** How far one changelog partition of a restoring task has been read. */
+export interface RestoreProgress {
+  readonly store: string;
+  readonly topic: string;
+  readonly partition: number;
+  /** Offsets [from, to) are read; `position` is the next one to apply. */
+  readonly from: number;
+  readonly to: number;
+  position: number;
+}
+
+interface DropCounts {
+  late: number;
+  duplicates: number;
+  stale: number;
+}
+
+/**
+ * The worker's tasks: which task reads each owned source partition, creating and closing them as
+ * partitions come and go, restoring their stores, and committing or rolling them back together.
+ */
+export class TaskManager {
+  private readonly tasks = new Map<string, RuntimeTask>();
+  /** every owned source partition's task, by partition key */
+  private readonly bySource = new Map<string, RuntimeTask>();
+  private readonly subtopologyOf = new Map<string, number>();
+  /** Persistent stores of each task; empty with the in-memory store. */
+  private readonly persistentStates = new Map<RuntimeTask, PersistentTaskState>();
+  /** Loaded only for `stateStore: persistent`, so the default never loads LMDB's native binary. */
+  private persistentState: typeof PersistentTaskState | undefined;
+  private readonly dropsCounted = new WeakMap<RuntimeTask, DropCounts>();
+  private readonly joinMissesCounted = new WeakMap<RuntimeTask, Map<string, number>>();
+  /** Per join stage, stream records that found no row, over every task this worker has run (committed transactions). */
+  readonly joinMisses = new Map<string, number>();
+  /** Tasks whose stores are being restored, with each changelog partition's progress: their state is not whole yet. */
+  private readonly restoring = new Map<RuntimeTask, RestoreProgress[]>();
+  private readonly restoreObserver: RestoreObserver = {
+    planned: (task, store, c) => this.restoring.get(task)?.push({ store, topic: c.topic, partition: c.partition, from: c.from, to: c.to, position: c.from }),
+    applied: (task, store, offset) => {
+      const p = this.restoring.get(task)?.find((r) => r.store === store);
+      if (p) p.position = offset + 1;
+    },
+  };
+  /**
+   * False from a rollback until the next commit: a fenced zombie's successor may already be writing the
+   * changelog, and at least once the rolled-back batch's changelog records stay behind, so its end
+   * may not be what the stores hold.
+   */
+  private lastTransactionCommitted = true;
+  private readonly checkpoints: StateCheckpoints;
+  /** One record-cache budget for every task the worker runs (config cacheMaxBytes / cacheMaxRecords). */
+  private readonly cache: { readonly budget: CacheBudget; readonly maxRecords?: number };
+
+  constructor(
+    private readonly topology: RuntimeTopology,
+    private readonly context: RuntimeContext,
+    /** The global tables' rows, which global-table joins read. */
+    private readonly globalRows?: (store: string) => { row(key: unknown): unknown } | undefined,
+  ) {
+    this.recordLimits = new RecordSizeLimits(producerMessageMaxBytes(context.config.kafka));
+    const { cacheMaxBytes, cacheMaxRecords } = context.config;
+    this.cache = { budget: new CacheBudget(cacheMaxBytes), ...(cacheMaxRecords !== undefined ? { maxRecords: cacheMaxRecords } : {}) };
+    for (const sub of topology.subtopologies) for (const t of sub.sourceTopics) this.subtopologyOf.set(t, sub.id);
+    // At least once, changelog records of a rolled-back batch stay behind without being in the store: no running checkpoints.
+    const interval = context.config.guarantee === 'exactly_once' ? context.config.stateCheckpointIntervalMs : 0;
+    this.checkpoints = new StateCheckpoints(
+      interval,
+      async (topic, partition) => {
+        const consumer = this.context.consumer();
+        if (!consumer) throw new Error('no consumer');
+        return (await watermarks(consumer, topic, partition, 10_000)).high;
+      },
+      () => this.context.stats.transactionsCommitted,
+    );
+  }
+
+  /** After each commit: persistent stores are synced and checkpointed every stateCheckpointIntervalMs (state-checkpoints.ts). */
+  afterCommit(): Promise<void> {
+    return this.checkpoints.afterCommit(this.persistentStates);
+  }
+
+  readonly onLateRecord = (late: LateRecord): void => {
+    this.context.emit({ type: 'late-record', stage: late.stage, store: late.store, lateByMs: late.lateByMs, topic: late.record.topic, partition: late.record.partition, offset: late.record.offset });
+  };
+
+  async loadStateStore(): Promise<void> {
+    if (this.context.config.stateStore === 'persistent') this.persistentState = (await import('../../state/lmdb-store.ts')).PersistentTaskState;
+  }
+
+  get size(): number {
+    return this.tasks.size;
+  }
+
+  taskFor(key: string): RuntimeTask | undefined {
+    return this.bySource.get(key);
+  }
+
+  /** The task of a sub-topology for a partition, if this worker runs it (restoring or not). */
+  taskOf(subtopology: number, partition: number): RuntimeTask | undefined {
+    return this.tasks.get(taskId(subtopology, partition));
+  }
+
+  /** This worker's tasks of a sub-topology, by partition. */
+  tasksOf(subtopology: number): { readonly partition: number; readonly task: RuntimeTask }[] {
+    const prefix = `${subtopology}_`;
+    return [...this.tasks].filter(([id]) => id.startsWith(prefix)).map(([id, task]) => ({ partition: Number(id.slice(prefix.length)), task }));
+  }
+
+  /** Undefined unless the task's stores are being restored now. */
+  restoreProgress(task: RuntimeTask): readonly RestoreProgress[] | undefined {
+    return this.restoring.get(task);
+  }
+
+  owns(key: string): boolean {
+    return this.bySource.has(key);
+  }
+
+  /** Keys of every owned source partition. */
+  ownedPartitions(): IterableIterator<string> {
+    return this.bySource.keys();
+  }
+
+  /**
+   * What one produce may carry, per topic: librdkafka refuses a record over its message.max.bytes at
+   * once, the broker a batch over the topic's max.message.bytes, each on every replay. The topics'
+   * limits are learnt at start (learnTopicLimits); until then, the producer's alone.
+   */
+  recordLimits: RecordSizeLimits;
+
+  /** `streamTimes`: the stream time committed with each partition's offset, to resume the task from. */
+  addSources(partitions: readonly PartitionRef[], streamTimes: ReadonlyMap<string, number>): RuntimeTask[] {
+    const { config } = this.context;
+    const fresh: RuntimeTask[] = [];
+    for (const p of partitions) {
+      const sub = this.subtopologyOf.get(p.topic);
+      if (sub === undefined) continue;
+      const id = taskId(sub, p.partition);
+      let task = this.tasks.get(id);
+      if (!task) {
+        this.requireWholeJoin(sub, p.partition, partitions);
+        // A task reads the same partition of each of its sub-topology's sources; its stream time is the largest.
+        const resumed = partitions
+          .filter((q) => q.partition === p.partition && this.subtopologyOf.get(q.topic) === sub)
+          .map((q) => streamTimes.get(partitionKey(q.topic, q.partition)))
+          .filter((t): t is number => t !== undefined);
+        const timeOption = { recordLimits: this.recordLimits, onLateRecord: this.onLateRecord, ...(this.globalRows ? { globalRows: this.globalRows } : {}), ...(resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {}) };
+        if (this.persistentState) {
+          const state = new this.persistentState(join(config.stateDir, config.appId, config.instanceId, id));
+          task = this.topology.createTask(sub, p.partition, { storeFactory: state.storeFactory, cache: this.cache, ...timeOption });
+          this.persistentStates.set(task, state);
+        } else {
+          task = this.topology.createTask(sub, p.partition, { cache: this.cache, ...timeOption });
+        }
+        this.tasks.set(id, task);
+        fresh.push(task);
+      }
+      this.bySource.set(partitionKey(p.topic, p.partition), task);
+    }
+    return fresh;
+  }
+
+  /** A join's task runs only with partition N of every topic it reads (the range assignor gives them together). */
+  private requireWholeJoin(sub: number, partition: number, assigned: readonly PartitionRef[]): void {
+    const group = this.topology.copartitionGroups?.find((g) => g.topics.some((t) => this.subtopologyOf.get(t) === sub));
+    if (!group) return;
+    const missing = group.topics.filter((t) => !assigned.some((q) => q.topic === t && q.partition === partition) && !this.bySource.has(partitionKey(t, partition)));
+    if (missing.length > 0) throw new SplitJoinPartitionsError(taskId(sub, partition), group.join, missing.map((t) => `${t}-${partition}`));
+  }
+
+  /** Returns the task when this was its last source partition. */
+  dropSource(p: PartitionRef): RuntimeTask | undefined {
+    this.bySource.delete(partitionKey(p.topic, p.partition));
+    const sub = this.subtopologyOf.get(p.topic);
+    if (sub === undefined) return undefined;
+    const id = taskId(sub, p.partition);
+    const task = this.tasks.get(id);
+    if (!task || [...this.bySource.values()].includes(task)) return undefined;
+    this.tasks.delete(id);
+    return task;
+  }
+
+  /** `committedOf`: the group's committed offset of a source partition, where a table read from that topic is restored up to. */
+  async restore(tasks: RuntimeTask[], committedOf: (topic: string, partition: number) => number | undefined = () => undefined): Promise<void> {
+    if (tasks.length === 0 || tasks.every((t) => t.changelogs.length === 0)) return;
+    const started = Date.now();
+    let fromCheckpoint = 0;
+    const start: RestoreStart = (task, store, c) => {
+      const offset = this.persistentStates.get(task)?.restoreFrom(store, c.topic, c.partition, c.low, c.high) ?? c.low;
+      if (offset > c.low) fromCheckpoint++;
+      return offset;
+    };
+    const end: RestoreEnd = (_task, c) => (c.sourceTopic ? (committedOf(c.topic, c.partition) ?? 0) : undefined);
+    for (const task of tasks) this.restoring.set(task, []);
+    let records: number;
+    try {
+      records = await restoreTasks({ ...this.context.clientConfig(), 'group.id': this.context.config.appId }, tasks, start, (config) => this.context.clients.consumer(config), end, this.restoreObserver);
+    } finally {
+      for (const task of tasks) this.restoring.delete(task);
+    }
+    for (const task of tasks) this.persistentStates.get(task)?.startProcessing();
+    this.context.stats.restoredRecords += records;
+    this.context.emit({ type: 'restored', records, ms: Date.now() - started, fromCheckpoint });
+  }
+
+  /**
+   * Closes a task's persistent stores. `clean` (its last transaction is committed or rolled back, and
+   * no other worker owns it yet) checkpoints each changelog's end: everything before it is in the store.
+   */
+  async closeTaskState(task: RuntimeTask, clean: boolean): Promise<void> {
+    const state = this.persistentStates.get(task);
+    if (!state) return;
+    this.persistentStates.delete(task);
+    const consumer = this.context.consumer();
+    let offsets: ChangelogOffset[] | undefined;
+    if (clean && consumer && this.lastTransactionCommitted) {
+      try {
+        // a table's source topic is never checkpointed: its end is not where the store stands, the committed offset is
+        offsets = await Promise.all(task.changelogs.filter((c) => !c.sourceTopic).map(async (c) => ({ topic: c.topic, partition: c.partition, offset: (await watermarks(consumer, c.topic, c.partition, 10_000)).high })));
+      } catch {
+        // No checkpoint then: the next start rebuilds from the changelog, which is slower but exact.
+      }
+    }
+    await state.close(offsets);
+  }
+
+  /** At close: `clean` when the loop ended after its last commit, not on an error. */
+  async closeAll(clean: boolean): Promise<void> {
+    for (const task of [...this.persistentStates.keys()]) await this.closeTaskState(task, clean);
+  }
+
+  /** Called in the open transaction, before its offsets are sent (or, at least once, before the flush that acknowledges it). */
+  async prepareCommit(collector: CommitCollector): Promise<void> {
+    for (const t of this.tasks.values()) {
+      // Nothing to emit, and it may be busy with a record of the next batch meanwhile (speculation.ts).
+      if (t.stateless === true) continue;
+      const r = t.prepareCommit?.(collector);
+      if (r) await r;
+    }
+  }
+
+  committed(): void {
+    for (const t of this.tasks.values()) {
+      t.commit();
+      this.countDrops(t);
+    }
+    this.lastTransactionCommitted = true;
+  }
+
+  rolledBack(): void {
+    for (const t of this.tasks.values()) t.rollback();
+    this.lastTransactionCommitted = false;
+  }
+
+  /** Tasks with a wall-clock punctuation due at `now`. */
+  wallClockDue(now: number): RuntimeTask[] {
+    return [...this.tasks.values()].filter((t) => t.wallClockDue?.(now) === true);
+  }
+
+  streamTimeOf(key: string): number | undefined {
+    return this.bySource.get(key)?.streamTime;
+  }
+
+  /** What each task has dropped since the last commit joins the worker's counters (tasks come and go; the counters stay). */
+  private countDrops(task: RuntimeTask): void {
+    const m = task.metrics;
+    if (!m) return;
+    const { stats } = this.context;
+    const seen = this.dropsCounted.get(task) ?? { late: 0, duplicates: 0, stale: 0 };
+    stats.lateRecordsDropped += m.lateRecordsDropped - seen.late;
+    stats.duplicatesDropped += m.duplicatesDropped - seen.duplicates;
+    stats.staleVersionsDropped += m.staleVersionsDropped - seen.stale;
+    this.dropsCounted.set(task, { late: m.lateRecordsDropped, duplicates: m.duplicatesDropped, stale: m.staleVersionsDropped });
+    if (task.joinMisses === undefined || task.joinMisses.size === 0) return;
+    const counted = this.joinMissesCounted.get(task) ?? new Map<string, number>();
+    for (const [join, misses] of task.joinMisses) {
+      this.joinMisses.set(join, (this.joinMisses.get(join) ?? 0) + misses - (counted.get(join) ?? 0));
+      counted.set(join, misses);
+    }
+    this.joinMissesCounted.set(task, counted);
+  }
+}

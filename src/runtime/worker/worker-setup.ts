@@ -1,0 +1,75 @@
+import type { KafkaConsumer, LibrdKafkaError } from '@confluentinc/kafka-javascript';
+import { ensureTopics, fetchPartitionCounts, requireTopics, type AdminClient, type TopicSpec } from '../../kafka/admin.ts';
+import type { RdConfig } from '../../kafka/clients.ts';
+import type { ResolvedWorkerConfig } from './config.ts';
+import { auditInternalTopics } from './internal-topic-audit.ts';
+import { parsePartitionKey, type PartitionProgress, type PartitionRef } from '../loop/partition-progress.ts';
+import type { PartitionLag } from './worker-events.ts';
+import type { RuntimeContext } from './runtime-context.ts';
+import type { RuntimeTopology } from '../task/worker-topology.ts';
+
+/**
+ * Checks the user's topics, creates the internal ones with their kind's configs and, given the
+ * worker's context, holds those that already existed to the same configs (internal-topic-audit.ts);
+ * returns the partition count of every topic the application uses.
+ */
+export async function prepareTopics(admin: AdminClient, topology: RuntimeTopology, context?: Pick<RuntimeContext, 'config' | 'clients' | 'emit'>): Promise<Map<string, number>> {
+  const userSources = topology.topics.filter((t) => t.kind === 'source' && !t.internal).map((t) => t.name);
+  // With auto-creation off (the broker default in production) a produce to a missing topic only
+  // times out inside the transaction, which then aborts on every replay: say so at start instead.
+  const userOutputs = topology.topics.filter((t) => (t.kind === 'sink' || t.kind === 'dead-letter') && !t.internal).map((t) => t.name);
+  await requireTopics(admin, { source: userSources, output: userOutputs });
+  const counts = await fetchPartitionCounts(admin, userSources);
+  const internal = topology.resolvePartitions(counts).topics.filter((t) => t.internal);
+  const specs: TopicSpec[] = internal.map((t) => ({ name: t.name, partitions: t.partitions ?? 1, compact: t.cleanupPolicy === 'compact', ...(t.config ? { config: t.config } : {}) }));
+  const created = new Set(await ensureTopics(admin, specs));
+  if (context !== undefined) {
+    const { bootstrap, kafka } = context.config;
+    await auditInternalTopics(internal.filter((t) => !created.has(t.name)), context.clients.topicConfigs?.(bootstrap, kafka), context.emit);
+  }
+  return new Map([...counts, ...specs.map((t) => [t.name, t.partitions] as const)]);
+}
+
+/**
+ * The worker's consumer: read_committed, offsets committed only by the worker, cooperative rebalancing.
+ * With `copartitioned` (the topology joins) the range assignor instead: the cooperative-sticky one
+ * may give partition N of a join's two inputs to two workers, and the join's task would see one side
+ * only; range gives every member the same partition numbers of equally sized topics it subscribes to.
+ */
+export function consumerConfig(clientConfig: RdConfig, config: ResolvedWorkerConfig, onRebalance: (err: LibrdKafkaError, assignment: PartitionRef[]) => void, copartitioned = false): RdConfig {
+  return {
+    ...clientConfig,
+    'group.id': config.appId,
+    'isolation.level': 'read_committed',
+    'enable.auto.commit': false,
+    'enable.auto.offset.store': false,
+    'auto.offset.reset': 'earliest',
+    'partition.assignment.strategy': copartitioned ? 'range' : 'cooperative-sticky',
+    'session.timeout.ms': config.sessionTimeoutMs,
+    'heartbeat.interval.ms': Math.max(100, Math.floor(config.sessionTimeoutMs / 5)),
+    'max.poll.interval.ms': config.maxPollIntervalMs,
+    'fetch.wait.max.ms': 20,
+    'rebalance_cb': onRebalance,
+  };
+}
+
+/**
+ * End offset minus the next offset to read, per owned source partition. The end is the one the
+ * client cached on its last fetch, which under read_committed is the last stable offset.
+ */
+export function partitionLag(consumer: KafkaConsumer, owned: Iterable<string>, progress: PartitionProgress): PartitionLag[] {
+  const out: PartitionLag[] = [];
+  for (const key of owned) {
+    const { topic, partition } = parsePartitionKey(key);
+    let end: number;
+    try {
+      end = consumer.getWatermarkOffsets(topic, partition).highOffset;
+    } catch {
+      continue; // not fetched yet: no end offset known
+    }
+    if (end < 0) continue;
+    const next = progress.pending.get(key)?.offset ?? progress.committed.get(key) ?? 0;
+    out.push({ topic, partition, lag: Math.max(0, end - next) });
+  }
+  return out;
+}
