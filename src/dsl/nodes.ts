@@ -53,41 +53,46 @@ export interface StageKindInfo {
   readonly role: 'source' | 'processor' | 'sink';
   /** Changes the record key, so a later stateful stage must repartition. */
   readonly changesKey: boolean;
+  /**
+   * Keeps nothing across records and touches nothing outside its record: a sub-topology made of such
+   * stages only may run on the processing thread (runtime/offload/).
+   */
+  readonly threadSafe: boolean;
 }
 
 export const STAGE_KINDS: Readonly<Record<StageKind, StageKindInfo>> = {
-  source: { label: 'SOURCE', boundary: 'transactional', role: 'source', changesKey: false },
-  filter: { label: 'FILTER', boundary: 'transactional', role: 'processor', changesKey: false },
-  map: { label: 'MAP', boundary: 'transactional', role: 'processor', changesKey: true },
-  mapValues: { label: 'MAPVALUES', boundary: 'transactional', role: 'processor', changesKey: false },
-  flatMap: { label: 'FLATMAP', boundary: 'transactional', role: 'processor', changesKey: true },
-  flatMapValues: { label: 'FLATMAPVALUES', boundary: 'transactional', role: 'processor', changesKey: false },
-  selectKey: { label: 'KEY-SELECT', boundary: 'transactional', role: 'processor', changesKey: true },
-  groupBy: { label: 'GROUPBY', boundary: 'transactional', role: 'processor', changesKey: true },
-  branch: { label: 'BRANCH', boundary: 'transactional', role: 'processor', changesKey: false },
-  branchChild: { label: 'BRANCHCHILD', boundary: 'transactional', role: 'processor', changesKey: false },
-  merge: { label: 'MERGE', boundary: 'transactional', role: 'processor', changesKey: false },
-  peek: { label: 'PEEK', boundary: 'transactional', role: 'processor', changesKey: false },
-  setHeaders: { label: 'SET-HEADERS', boundary: 'transactional', role: 'processor', changesKey: false },
-  dedupe: { label: 'DEDUPE', boundary: 'transactional', role: 'processor', changesKey: false },
-  latestByVersion: { label: 'LATEST-BY-VERSION', boundary: 'transactional', role: 'processor', changesKey: false },
-  aggregate: { label: 'AGGREGATE', boundary: 'transactional', role: 'processor', changesKey: false },
-  toStream: { label: 'TOSTREAM', boundary: 'transactional', role: 'processor', changesKey: false },
-  sink: { label: 'SINK', boundary: 'transactional', role: 'sink', changesKey: false },
-  deadLetter: { label: 'DEADLETTER', boundary: 'transactional', role: 'sink', changesKey: false },
-  effect: { label: 'EFFECT', boundary: 'external', role: 'processor', changesKey: false },
-  repartitionSink: { label: 'SINK', boundary: 'transactional', role: 'sink', changesKey: false },
-  repartitionSource: { label: 'SOURCE', boundary: 'transactional', role: 'source', changesKey: false },
-  toTable: { label: 'TOTABLE', boundary: 'transactional', role: 'processor', changesKey: false },
-  tableFilter: { label: 'FILTER', boundary: 'transactional', role: 'processor', changesKey: false },
-  tableMapValues: { label: 'MAPVALUES', boundary: 'transactional', role: 'processor', changesKey: false },
-  streamTableJoin: { label: 'JOIN', boundary: 'transactional', role: 'processor', changesKey: false },
-  tableTableJoin: { label: 'JOIN', boundary: 'transactional', role: 'processor', changesKey: false },
-  streamStreamJoin: { label: 'JOIN', boundary: 'transactional', role: 'processor', changesKey: false },
-  globalTable: { label: 'GLOBALTABLE', boundary: 'transactional', role: 'source', changesKey: false },
-  globalTableJoin: { label: 'JOIN', boundary: 'transactional', role: 'processor', changesKey: false },
-  suppress: { label: 'SUPPRESS', boundary: 'transactional', role: 'processor', changesKey: false },
-  process: { label: 'PROCESSOR', boundary: 'transactional', role: 'processor', changesKey: true },
+  source: { label: 'SOURCE', boundary: 'transactional', role: 'source', changesKey: false , threadSafe: true },
+  filter: { label: 'FILTER', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: true },
+  map: { label: 'MAP', boundary: 'transactional', role: 'processor', changesKey: true , threadSafe: true },
+  mapValues: { label: 'MAPVALUES', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: true },
+  flatMap: { label: 'FLATMAP', boundary: 'transactional', role: 'processor', changesKey: true , threadSafe: true },
+  flatMapValues: { label: 'FLATMAPVALUES', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: true },
+  selectKey: { label: 'KEY-SELECT', boundary: 'transactional', role: 'processor', changesKey: true , threadSafe: true },
+  groupBy: { label: 'GROUPBY', boundary: 'transactional', role: 'processor', changesKey: true , threadSafe: true },
+  branch: { label: 'BRANCH', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: true },
+  branchChild: { label: 'BRANCHCHILD', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: true },
+  merge: { label: 'MERGE', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: true },
+  peek: { label: 'PEEK', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: true },
+  setHeaders: { label: 'SET-HEADERS', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: true },
+  dedupe: { label: 'DEDUPE', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: false },
+  latestByVersion: { label: 'LATEST-BY-VERSION', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: false },
+  aggregate: { label: 'AGGREGATE', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: false },
+  toStream: { label: 'TOSTREAM', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: false },
+  sink: { label: 'SINK', boundary: 'transactional', role: 'sink', changesKey: false , threadSafe: true },
+  deadLetter: { label: 'DEADLETTER', boundary: 'transactional', role: 'sink', changesKey: false , threadSafe: true },
+  effect: { label: 'EFFECT', boundary: 'external', role: 'processor', changesKey: false , threadSafe: false },
+  repartitionSink: { label: 'SINK', boundary: 'transactional', role: 'sink', changesKey: false , threadSafe: true },
+  repartitionSource: { label: 'SOURCE', boundary: 'transactional', role: 'source', changesKey: false , threadSafe: true },
+  toTable: { label: 'TOTABLE', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: false },
+  tableFilter: { label: 'FILTER', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: false },
+  tableMapValues: { label: 'MAPVALUES', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: false },
+  streamTableJoin: { label: 'JOIN', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: false },
+  tableTableJoin: { label: 'JOIN', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: false },
+  streamStreamJoin: { label: 'JOIN', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: false },
+  globalTable: { label: 'GLOBALTABLE', boundary: 'transactional', role: 'source', changesKey: false , threadSafe: false },
+  globalTableJoin: { label: 'JOIN', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: false },
+  suppress: { label: 'SUPPRESS', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: false },
+  process: { label: 'PROCESSOR', boundary: 'transactional', role: 'processor', changesKey: true , threadSafe: false },
 };
 
 /**

@@ -11,7 +11,8 @@ import { mapKey } from '../../state/store.ts';
 import { joinRecordKey, joinRecordValue, splitJoinRecordKey, splitJoinRecordValue } from '../../state/join-window.ts';
 import { StageFailure } from '../task/task-errors.ts';
 import { errorCode, RuntimeNode, type Spec, type Step, type TaskContext } from '../task/task-context.ts';
-import type { RowReader } from './tables.ts';
+import type { NodeFactories, RowReader } from './node-factory.ts';
+import { UnknownGlobalTableError } from '../task/task-errors.ts';
 
 type SideHandler = (key: unknown, value: unknown) => Step;
 
@@ -304,3 +305,22 @@ export class StreamStreamJoinNode extends JoinNode {
     }
   }
 }
+
+export const JOIN_NODES = {
+  streamTableJoin: ({ ctx, node, tableInput }) => new StreamTableJoinNode(ctx, node, tableInput(0)),
+  tableTableJoin: ({ ctx, node, tableInput }) => new TableTableJoinNode(ctx, node, tableInput(0), tableInput(1)),
+  streamStreamJoin: ({ ctx, node, storeOf }) => {
+    const n = new StreamStreamJoinNode(ctx, node, [storeOf(node.stores[0]!), storeOf(node.stores[1]!)]);
+    ctx.timeListeners.push(n);
+    return n;
+  },
+  globalTableJoin: ({ ctx, node }) => {
+    const rows = ctx.env.globalRows?.(node.globalStore!);
+    if (rows === undefined) throw new UnknownGlobalTableError(node.name, node.globalStore!);
+    return new GlobalTableJoinNode(ctx, node, rows);
+  },
+  // Never part of a sub-topology: compile keeps global tables out of the tasks.
+  globalTable: ({ node }) => {
+    throw new UnknownGlobalTableError(node.name, node.name);
+  },
+} satisfies NodeFactories;

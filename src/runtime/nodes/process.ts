@@ -8,6 +8,7 @@ import type { SerdeContext } from '../../serdes/serde.ts';
 import type { TransactionalStore } from '../../state/transactional.ts';
 import { ProcessorWithoutStoreError, StageFailure } from '../task/task-errors.ts';
 import { errorCode, RuntimeNode, type Spec, type Step, type TaskContext } from '../task/task-context.ts';
+import type { NodeFactories } from './node-factory.ts';
 
 type AnyContext = ProcessorContext<unknown, unknown, unknown, unknown>;
 
@@ -165,3 +166,12 @@ function storeView(store: TransactionalStore, spec: CompiledStore, ctx: TaskCont
     },
   };
 }
+
+export const PROCESS_NODES = {
+  process: ({ ctx, node, storeOf }) => {
+    const n = new ProcessNode(ctx, node, node.stores[0] === undefined ? undefined : storeOf(node.stores[0]));
+    if (n.punctuatesOnStreamTime) ctx.timeListeners.push(n);
+    ctx.punctuating.push(n);
+    return n;
+  },
+} satisfies NodeFactories;

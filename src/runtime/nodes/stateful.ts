@@ -10,6 +10,7 @@ import { CACHE_ENTRY_OVERHEAD_BYTES, RecordCache, type CachedResult } from '../t
 import { splitWindowStoreKey, windowStartsFor, windowStoreKey } from '../../state/windowed.ts';
 import { StageFailure } from '../task/task-errors.ts';
 import { errorCode, RuntimeNode, type Spec, type Step, TaskContext } from '../task/task-context.ts';
+import type { NodeFactories } from './node-factory.ts';
 
 export abstract class StatefulNode extends RuntimeNode {
   readonly store: TransactionalStore;
@@ -245,3 +246,14 @@ export class WindowedAggregateNode extends StatefulNode {
   }
 }
 
+
+export const DEDUPE_AND_VERSION_NODES = {
+  dedupe: ({ ctx, node, storeOf }) => {
+    const s = storeOf(node.stores[0]!);
+    return new DedupeNode(ctx, node, s.store, s.spec);
+  },
+  latestByVersion: ({ ctx, node, storeOf }) => {
+    const s = storeOf(node.stores[0]!);
+    return new LatestByVersionNode(ctx, node, s.store, s.spec);
+  },
+} satisfies NodeFactories;

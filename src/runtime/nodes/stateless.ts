@@ -9,6 +9,7 @@ import { StageFailure } from '../task/task-errors.ts';
 import { checkRecordSize } from '../../core/record-size.ts';
 import { toHeaderList, type HeadersUpdate } from '../../dsl/headers.ts';
 import { isThenable, isTransient, RuntimeNode, type Spec, type Step, TaskContext } from '../task/task-context.ts';
+import type { NodeFactories } from './node-factory.ts';
 
 export class SourceNode extends RuntimeNode {
   readonly #keySerde: Serde<unknown>;
@@ -207,3 +208,25 @@ export class EffectNode extends RuntimeNode {
   }
 }
 
+
+export const STATELESS_NODES = {
+  source: ({ ctx, node }) => new SourceNode(ctx, node),
+  repartitionSource: ({ ctx, node }) => new SourceNode(ctx, node),
+  filter: ({ ctx, node }) => new FilterNode(ctx, node),
+  map: ({ ctx, node }) => new MapNode(ctx, node),
+  mapValues: ({ ctx, node }) => new MapValuesNode(ctx, node),
+  flatMap: ({ ctx, node }) => new FlatMapNode(ctx, node),
+  flatMapValues: ({ ctx, node }) => new FlatMapValuesNode(ctx, node),
+  selectKey: ({ ctx, node }) => new SelectKeyNode(ctx, node),
+  groupBy: ({ ctx, node }) => new SelectKeyNode(ctx, node),
+  branch: ({ ctx, node }) => new BranchNode(ctx, node),
+  branchChild: ({ ctx, node }) => new PassThroughNode(ctx, node),
+  merge: ({ ctx, node }) => new PassThroughNode(ctx, node),
+  toStream: ({ ctx, node }) => new PassThroughNode(ctx, node),
+  peek: ({ ctx, node }) => new PeekNode(ctx, node),
+  setHeaders: ({ ctx, node }) => new SetHeadersNode(ctx, node),
+  sink: ({ ctx, node }) => new SinkNode(ctx, node),
+  repartitionSink: ({ ctx, node }) => new SinkNode(ctx, node),
+  deadLetter: ({ ctx, node }) => new DeadLetterNode(ctx, node),
+  effect: ({ ctx, node }) => new EffectNode(ctx, node),
+} satisfies NodeFactories;

@@ -8,6 +8,7 @@ import { DeadlineHeap } from '../../state/heap.ts';
 import { StatefulNode } from './stateful.ts';
 import { StageFailure, SuppressionBufferFullError } from '../task/task-errors.ts';
 import { errorCode, type Spec, type Step } from '../task/task-context.ts';
+import type { NodeFactories } from './node-factory.ts';
 
 /** Buffer values: `<due: int64 BE><1: a value follows | 0: a delete><value bytes>`. */
 const HEADER_BYTES = 9;
@@ -133,3 +134,12 @@ export class SuppressNode extends StatefulNode {
     return pairs === undefined ? undefined : this.forwardPairs(pairs, 0);
   }
 }
+
+export const SUPPRESS_NODES = {
+  suppress: ({ ctx, node, storeOf }) => {
+    const s = storeOf(node.stores[0]!);
+    const n = new SuppressNode(ctx, node, s.store, s.spec);
+    ctx.timeListeners.push(n);
+    return n;
+  },
+} satisfies NodeFactories;

@@ -5,11 +5,7 @@ import type { CompiledNode, CompiledStore } from '../../graph/types.ts';
 import type { TransactionalStore } from '../../state/transactional.ts';
 import { StatefulNode } from './stateful.ts';
 import { RuntimeNode, type Spec, type Step } from '../task/task-context.ts';
-
-/** A table's current rows (the open transaction's writes included); undefined: no row for the key. */
-export interface RowReader {
-  row(key: unknown): unknown;
-}
+import type { NodeFactories, RowReader } from './node-factory.ts';
 
 export function isRowReader(node: RuntimeNode): node is RuntimeNode & RowReader {
   return typeof (node as Partial<RowReader>).row === 'function';
@@ -122,3 +118,12 @@ export class TableMapValuesNode extends RuntimeNode implements RowReader {
     return this.forward(key, this.checkSync(this.#fn(value)));
   }
 }
+
+export const TABLE_NODES = {
+  toTable: ({ ctx, node, storeOf }) => {
+    const s = storeOf(node.stores[0]!);
+    return new ToTableNode(ctx, node, s.store, s.spec);
+  },
+  tableFilter: ({ ctx, node, tableInput }) => new TableFilterNode(ctx, node, tableInput(0)),
+  tableMapValues: ({ ctx, node, tableInput }) => new TableMapValuesNode(ctx, node, tableInput(0)),
+} satisfies NodeFactories;

@@ -1,29 +1,24 @@
 import type { OutgoingRecord } from '../../core/records.ts';
 import { RecordSizeLimits } from '../../core/record-size.ts';
-import type { StageKind } from '../../dsl/nodes.ts';
+import { STAGE_KINDS } from '../../dsl/nodes.ts';
 import type { CompiledSubtopology, SerdeUsage, TaskPlan } from '../../graph/types.ts';
 import { createTask, type Task } from '../task/task.ts';
 import { packOutputs, unpackRun, type PackedOutputs, type PackedRun } from './record-transfer.ts';
 
-/**
- * Stages that hold nothing across records and call nothing outside the thread: a sub-topology made
- * of these alone may run on the processing thread. Effects stay on the main thread (their clients and
- * pools are the worker's). Serdes go with their stages: one that talks to a schema registry has its own
- * client on the thread, prepared there (offloadedSerdeUsages) before any record.
- */
-const THREAD_SAFE_KINDS: ReadonlySet<StageKind> = new Set<StageKind>([
-  'source', 'repartitionSource', 'filter', 'map', 'mapValues', 'flatMap', 'flatMapValues', 'selectKey', 'groupBy',
-  'branch', 'branchChild', 'merge', 'peek', 'setHeaders', 'sink', 'repartitionSink', 'deadLetter',
-]);
 
-/** The sub-topologies whose tasks the processing thread can run in place of the main thread. */
+/**
+ * The sub-topologies whose tasks the processing thread can run in place of the main thread: every stage
+ * thread-safe (STAGE_KINDS), no store. Effects stay on the main thread (their clients and pools are the
+ * worker's). Serdes go with their stages: one that talks to a schema registry has its own client on the
+ * thread, prepared there (offloadedSerdeUsages) before any record.
+ */
 export function offloadableSubtopologies(plan: TaskPlan): number[] {
   return plan.subtopologies.filter(isOffloadable).map((s) => s.id);
 }
 
 function isOffloadable(sub: CompiledSubtopology): boolean {
   if (sub.stores.length > 0) return false;
-  return sub.nodes.every((n) => THREAD_SAFE_KINDS.has(n.kind) && n.stores.length === 0);
+  return sub.nodes.every((n) => STAGE_KINDS[n.kind].threadSafe && n.stores.length === 0);
 }
 
 /** The serdes of the offloadable sub-topologies' topics (as `serdeUsages` lists them): what the thread prepares before it takes records. */

@@ -5,7 +5,9 @@ import { TransactionalStore } from '../../state/transactional.ts';
 import { windowStoreKey, splitWindowStoreKey } from '../../state/windowed.ts';
 import { StoreReader } from '../../state/queries.ts';
 import type { Windowed } from '../../dsl/types.ts';
-import { createRuntimeNode, TaskContext, type CachingNode, type RuntimeNode, type SourceNode, type Step, type TaskMetrics } from '../nodes/registry.ts';
+import { createRuntimeNode } from '../nodes/registry.ts';
+import type { SourceNode } from '../nodes/stateless.ts';
+import { TaskContext, type CachingNode, type RuntimeNode, type Step, type TaskMetrics } from './task-context.ts';
 import { CacheBudget, type CachedResult } from './record-cache.ts';
 import type { PunctuatingNode, RecordCacheOptions, TaskEnvironment } from './task-context.ts';
 import { sessionStoreKey, splitSessionStoreKey } from '../../state/session.ts';
@@ -16,7 +18,7 @@ import { RecordSizeLimits } from '../../core/record-size.ts';
 /** A task's id: its sub-topology and the partition of its sources it reads (state directories are named after it). */
 export const taskId = (subtopology: number, partition: number): string => `${subtopology}_${partition}`;
 
-export type { Step, TaskMetrics } from '../nodes/registry.ts';
+export type { Step, TaskMetrics } from './task-context.ts';
 
 export interface TaskOptions {
   /** Committed storage per store; defaults to in-memory maps. */

@@ -1,0 +1,24 @@
+// The aggregate stage kind builds one of three nodes, by the store it was compiled with: a session
+// store, a windowed store, or a key-value store (the only one whose results a record cache holds back).
+import type { NodeFactories } from './node-factory.ts';
+import { SessionAggregateNode } from './sessions.ts';
+import { AggregateNode, WindowedAggregateNode } from './stateful.ts';
+
+export const AGGREGATE_NODES = {
+  aggregate: ({ ctx, node, storeOf }) => {
+    const s = storeOf(node.stores[0]!);
+    if (s.spec.session) {
+      const n = new SessionAggregateNode(ctx, node, s.store, s.spec);
+      ctx.timeListeners.push(n);
+      return n;
+    }
+    if (s.spec.window) {
+      const n = new WindowedAggregateNode(ctx, node, s.store, s.spec);
+      ctx.timeListeners.push(n);
+      return n;
+    }
+    const n = new AggregateNode(ctx, node, s.store, s.spec);
+    if (n.cache) ctx.caching.push(n);
+    return n;
+  },
+} satisfies NodeFactories;
