@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { runChaos } from '../verify/chaos.ts';
+import { durationMs } from './duration-option.ts';
 import { intAtLeast } from './int-option.ts';
 import type { PipelineName } from '../verify/pipelines.ts';
 
@@ -23,6 +24,7 @@ export function registerChaos(program: Command): void {
     .addOption(new Option('--guarantee <g>', 'processing guarantee').choices(['exactly_once', 'at_least_once']).default('exactly_once'))
     .addOption(new Option('--topology <name>', 'the example topology to run').choices(['orders', 'word-count', 'enrichment', 'sessions', 'heartbeats']).default('orders'))
     .option('--feed-ms <ms>', 'how long the input keeps arriving', intAtLeast(0), 20000)
+    .option('--event-time-age <age>', 'stamp the input that long before now (30d, 12h, 90m, 45s, ms): every schedule as a backfill of old records', durationMs, 0)
     .option('--backlog', 'write the whole input before the workers start (kills still land over --feed-ms)')
     .addOption(new Option('--format <format>', 'orders input format (avro: registry Avro; starts the registry too)').choices(['json', 'avro']).default('json'))
     .option('--bootstrap <servers>', 'use a running broker instead of starting one')
@@ -48,6 +50,7 @@ export function registerChaos(program: Command): void {
         pipeline: o.topology as PipelineName,
         feedMs: Number(o.feedMs),
         backlog: o.backlog === true,
+        eventTimeAgeMs: Number(o.eventTimeAge),
         format: o.format === 'avro' ? 'avro' : 'json',
         cacheMaxRecords: Number(o.cacheMaxRecords),
         stateStore: o.stateStore === 'persistent' ? 'persistent' : 'memory',

@@ -37,6 +37,8 @@ export interface ChaosOptions {
   readonly partitions?: number;
   /** How long input keeps arriving: kills land while records flow. */
   readonly feedMs?: number;
+  /** The input is stamped this long before now (a backfill): every schedule runs on old event time. 0: now. */
+  readonly eventTimeAgeMs?: number;
   /** The whole input is written before the first worker starts (an app deployed on topics that hold data); kills still land over feedMs. */
   readonly backlog?: boolean;
   /** Use this broker instead of starting one (broker restarts then need `clusterDir`). */
@@ -89,6 +91,7 @@ export interface ChaosResult {
   readonly peakReplicas: number;
   readonly guarantee: string;
   readonly format: 'json' | 'avro';
+  readonly eventTimeAgeMs: number;
   readonly pipeline: string;
   readonly seed: number;
   readonly duplicates: number;
@@ -135,6 +138,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
   const pipeline = pipelines[opts.pipeline ?? 'orders'];
   const guarantee = opts.guarantee ?? 'exactly_once';
   const avro = opts.format === 'avro';
+  const ageMs = opts.eventTimeAgeMs ?? 0;
   if (avro && pipeline.name !== 'orders') throw new ChaosConfigError(`--format avro applies to the orders topology, not ${pipeline.name}`);
   let cluster: LocalClusterInfo | undefined;
   let ownCluster = false;
@@ -168,12 +172,14 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
   // Set once the run is over: workers exiting from then on are being stopped, not crashing.
   let finishing = false;
   try {
-    await withAdmin(bootstrap, (a) => ensureTopics(a, [{ name: input, partitions }, { name: output, partitions }]));
+    // A backfill's own topics must keep old records: the broker trims by their timestamps (docs/operations.md).
+    const keep = ageMs > 0 ? { config: { 'retention.ms': '-1' } } : {};
+    await withAdmin(bootstrap, (a) => ensureTopics(a, [{ name: input, partitions, ...keep }, { name: output, partitions, ...keep }]));
     liveReader = LiveOutputReader.start(bootstrap, output);
     const registryUrl = opts.registryUrl ?? (cluster?.registryUrl || undefined);
     if (avro && !registryUrl) throw new ChaosConfigError('--format avro needs a schema registry: give --registry-url with --bootstrap');
     const wire = avro ? await avroOrders(input, registryUrl!) : undefined;
-    const plain = pipeline.input({ records: opts.records, seed, poison: opts.poison ?? 0 });
+    const plain = pipeline.input({ records: opts.records, seed, poison: opts.poison ?? 0, ...(ageMs > 0 ? { startAt: Math.floor((Date.now() - ageMs) / 60_000) * 60_000 } : {}) });
     const records = wire ? wire.encode(plain) : plain;
     const env = {
       ...pipeline.env(input, output),
@@ -206,7 +212,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       return w;
     };
     const harnessStopped = new Set<WorkerProcess>();
-    if (opts.backlog === true) await produceAll(bootstrap, input, records);
+    if (opts.backlog === true) await produceAll(bootstrap, input, records, {}, ageMs);
     for (let i = 0; i < opts.replicas; i++) {
       const id = `r${nextInstance++}`;
       live.set(id, spawnWorker(id));
@@ -219,7 +225,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     const feeding = (async () => {
       for (let s = 0; s < slices && opts.backlog !== true; s++) {
         const part = records.slice(Math.floor((s * records.length) / slices), Math.floor(((s + 1) * records.length) / slices));
-        await produceAll(bootstrap, input, part);
+        await produceAll(bootstrap, input, part, {}, ageMs);
         await sleep(feedMs / slices);
       }
     })();
@@ -463,6 +469,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       guarantee,
       pipeline: pipeline.name,
       format: avro ? 'avro' : 'json',
+      eventTimeAgeMs: ageMs,
       seed,
       duplicates: report.duplicates,
       lost: report.lost,

@@ -13,7 +13,8 @@ export interface Pipeline {
   readonly file: string;
   /** Environment that points the topology file at the run's topics. */
   env(input: string, output: string): Record<string, string>;
-  input(opts: { records: number; seed: number; poison: number }): InputRecord[];
+  /** `startAt`: where a pipeline whose records carry their own event time starts its clock (by default now). */
+  input(opts: { records: number; seed: number; poison: number; startAt?: number }): InputRecord[];
   readonly model: ExpectationModel;
 }
 

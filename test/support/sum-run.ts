@@ -1,6 +1,7 @@
 import { compile } from '../../src/graph/compile.ts';
 import { loadTopology } from '../../src/dsl/load.ts';
 import { withAdmin } from '../../src/kafka/admin.ts';
+import { produceRecords } from '../../src/kafka/produce-records.ts';
 import { readTopic } from '../../src/kafka/read-topic.ts';
 import { prng, produceAll, type InputRecord } from '../../src/verify/orders-input.ts';
 import { waitCaughtUp } from '../../src/verify/progress.ts';
@@ -20,7 +21,10 @@ export class SumRun {
   /** Every record produced so far, for the expected sums. */
   readonly produced: InputRecord[] = [];
 
-  constructor(readonly partitions: number) {}
+  constructor(
+    readonly partitions: number,
+    readonly fixture = FIXTURE,
+  ) {}
 
   /** Both keep everything, as a backfill's own topics must: the broker trims them by the records' (old) timestamps too (docs/operations.md). */
   async createTopics(): Promise<void> {
@@ -31,7 +35,7 @@ export class SumRun {
   }
 
   async internalTopics(): Promise<{ repartition: string; changelog: string; deadLetter: string }> {
-    const compiled = compile(await loadTopology(FIXTURE), { appId: this.appId });
+    const compiled = compile(await loadTopology(this.fixture), { appId: this.appId });
     const named = (kind: string) => compiled.topics.find((t) => t.kind === kind)!.name;
     return { repartition: named('repartition'), changelog: named('changelog'), deadLetter: compiled.deadLetterTopic };
   }
@@ -47,8 +51,14 @@ export class SumRun {
     this.produced.push(...batch);
   }
 
+  /** Records each with its own timestamp, in the order given (each partition then holds them in that order). */
+  async produceStamped(records: readonly (InputRecord & { readonly timestamp: number })[]): Promise<void> {
+    await produceRecords(this.bootstrap, this.input, records.map((r) => ({ key: Buffer.from(r.key), value: Buffer.from(r.value), timestamp: r.timestamp })));
+    this.produced.push(...records);
+  }
+
   startWorker(instance: string, env: Record<string, string> = {}): WorkerProcess {
-    const w = new WorkerProcess(instance, FIXTURE, ['--app-id', this.appId, '--instance-id', instance], { ONCEFLOW_BOOTSTRAP: this.bootstrap, SUM_INPUT: this.input, SUM_OUTPUT: this.output, ...env });
+    const w = new WorkerProcess(instance, this.fixture, ['--app-id', this.appId, '--instance-id', instance], { ONCEFLOW_BOOTSTRAP: this.bootstrap, SUM_INPUT: this.input, SUM_OUTPUT: this.output, ...env });
     this.workers.push(w);
     return w;
   }
