@@ -1,0 +1,88 @@
+// Steps of a worker's start that need nothing of the loop: the retry budget against the transaction
+// timeout, what one record may weigh per produced topic, the processing thread, the consumer.
+import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
+import type { RdConfig } from '../../kafka/clients.ts';
+import { producerMessageMaxBytes, RecordSizeLimits } from '../../core/record-size.ts';
+import { ProcessingThread, type ThreadSpawner } from '../offload/processing-thread.ts';
+import type { RuntimeTopology } from '../task/worker-topology.ts';
+import type { TransactionalOutput } from '../transaction/output.ts';
+import type { ClientSupplier } from './client-supplier.ts';
+import type { ResolvedWorkerConfig } from './config.ts';
+import { WorkerError } from './errors.ts';
+import type { WorkerEvent } from './worker-events.ts';
+
+export interface StartupParts {
+  readonly topology: RuntimeTopology;
+  readonly config: ResolvedWorkerConfig;
+  readonly clients: ClientSupplier;
+  readonly emit: (event: WorkerEvent) => void;
+}
+
+/**
+ * Learns each produced topic's max.message.bytes, so that a record over it is dead-lettered where it
+ * is built instead of the broker refusing its batch, and the transaction with it, on every replay.
+ * Not learnt (a secured listener, no answer), the producer's limit alone is checked, and a topic
+ * that keeps refusing batches stops the worker (transaction/driver.ts).
+ */
+export async function learnRecordLimits({ topology, config, clients, emit }: StartupParts, output: TransactionalOutput): Promise<RecordSizeLimits> {
+  const produced = [...new Set(topology.topics.filter((t) => t.kind !== 'source').map((t) => t.name))];
+  const messageMaxBytes = producerMessageMaxBytes(config.kafka);
+  let topics: ReadonlyMap<string, number> = new Map();
+  let unknown: string | undefined;
+  try {
+    if (clients.topicMaxMessageBytes === undefined) unknown = 'the client supplier cannot describe topic configs';
+    else topics = await clients.topicMaxMessageBytes(config.bootstrap, produced, config.kafka);
+    if (unknown === undefined && topics.size === 0 && produced.length > 0) unknown = `not described (security.protocol ${String(config.kafka['security.protocol'])})`;
+  } catch (e) {
+    unknown = e instanceof Error ? e.message : String(e);
+  }
+  const limits = new RecordSizeLimits(messageMaxBytes, topics);
+  // librdkafka fills a batch up to batch.size whatever the topic: several records each under a
+  // topic's limit would still make a batch over it.
+  const tightest = Math.min(...produced.map((t) => limits.maxRecordBytes(t)));
+  if (Number.isFinite(tightest)) output.limitBatchBytes(tightest);
+  emit({ type: 'record-limits', messageMaxBytes, topicMaxMessageBytes: Object.fromEntries(topics), ...(unknown === undefined ? {} : { unknown }) });
+  return limits;
+}
+
+/** Starts the processing thread when the topology has sub-topologies it can run; undefined: the main thread runs every stage. */
+export async function startProcessingThread(
+  { topology, config, emit }: StartupParts,
+  option: { readonly spawn: ThreadSpawner; readonly file: string } | undefined,
+  limits: RecordSizeLimits,
+): Promise<ProcessingThread | undefined> {
+  if (option === undefined || !config.processingThread) return undefined;
+  const started = await ProcessingThread.start(
+    option.spawn,
+    { file: option.file, appId: config.appId, registryUrl: config.registryUrl, messageMaxBytes: limits.messageMaxBytes, topicMaxMessageBytes: limits.topicLimits() },
+    topology.subtopologies.map((s) => s.sourceTopics),
+  );
+  if (typeof started === 'string') {
+    emit({ type: 'processing-thread', subtopologies: [], off: started });
+    return undefined;
+  }
+  emit({ type: 'processing-thread', subtopologies: [...started.offloadable] });
+  return started;
+}
+
+/** A record the retry policy may hold longer than a transaction lives would have its transaction time out under it. */
+export function checkRetryBudget(topology: RuntimeTopology, config: ResolvedWorkerConfig): void {
+  const budget = topology.totalRetryBudgetMs();
+  if (budget >= config.transactionTimeoutMs) {
+    throw new WorkerError(
+      'RETRY_BUDGET_EXCEEDS_TIMEOUT',
+      `the topology's retry policy can hold one record for ${budget} ms, not below transactionTimeoutMs (${config.transactionTimeoutMs}): lower maxAttempts/maxBackoffMs or raise the timeout`,
+    );
+  }
+}
+
+/** The worker's consumer (worker-setup.ts's consumerConfig), subscribed to every source and repartition topic. */
+export async function subscribedConsumer(clients: ClientSupplier, topology: RuntimeTopology, config: RdConfig): Promise<KafkaConsumer> {
+  const consumer = await clients.consumer(config);
+  consumer.setDefaultConsumeTimeout(50);
+  // Otherwise consume(n) waits up to the timeout for each further message: under a trickle a batch,
+  // and the transaction with it, would stay open for seconds.
+  (consumer as unknown as { setDefaultIsTimeoutOnlyForFirstMessage(v: boolean): void }).setDefaultIsTimeoutOnlyForFirstMessage(true);
+  consumer.subscribe([...new Set(topology.subtopologies.flatMap((s) => s.sourceTopics))]);
+  return consumer;
+}
