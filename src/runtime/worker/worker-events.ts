@@ -24,6 +24,26 @@ export interface WorkerStats {
   taskIdleMs: number;
 }
 
+export function newWorkerStats(): WorkerStats {
+  return {
+    recordsConsumed: 0,
+    recordsProduced: 0,
+    transactionsCommitted: 0,
+    transactionsAborted: 0,
+    rebalances: 0,
+    fencings: 0,
+    tasks: 0,
+    restoredRecords: 0,
+    deadLettered: 0,
+    lastCommitAt: 0,
+    lateRecordsDropped: 0,
+    duplicatesDropped: 0,
+    staleVersionsDropped: 0,
+    enforcedProcessing: 0,
+    taskIdleMs: 0,
+  };
+}
+
 export type WorkerEvent =
   | { type: 'started'; transactionalId: string }
   | { type: 'assigned'; partitions: string[] }

@@ -8,30 +8,27 @@ import { IllegalTransitionError } from './errors.ts';
 import { noFaults, type FaultHook } from './faults.ts';
 import { claimDefaultInstanceId, lockInstanceId, type InstanceIdClaim } from './instance-id.ts';
 import { refuseLiveNamesake, type InstanceGuardOptions } from './instance-guard.ts';
-import { PartitionProgress } from '../loop/partition-progress.ts';
-import { RebalanceHandler } from '../loop/rebalance.ts';
-import { WorkerRecordCollector } from '../loop/record-collector.ts';
+import type { PartitionProgress } from '../loop/partition-progress.ts';
+import type { RebalanceHandler } from '../loop/rebalance.ts';
+import type { WorkerRecordCollector } from '../loop/record-collector.ts';
 import type { RuntimeContext } from './runtime-context.ts';
 import { StateMachine, type Transition, type TransitionCount } from './state-machine.ts';
-import { TaskManager } from '../task/task-manager.ts';
-import { AtLeastOnceOutput } from '../transaction/at-least-once.ts';
-import { ExactlyOnceOutput } from '../transaction/exactly-once.ts';
-import { describeKafkaError } from '../transaction/kafka-errors.ts';
+import type { TaskManager } from '../task/task-manager.ts';
 import type { TransactionalOutput } from '../transaction/output.ts';
-import { TransactionDriver } from '../transaction/driver.ts';
+import type { TransactionDriver } from '../transaction/driver.ts';
 import { runtimeTopology, type RuntimeTopology } from '../task/worker-topology.ts';
-import type { PartitionLag, TopicRecordCount, WorkerEvent, WorkerStats } from './worker-events.ts';
+import { newWorkerStats, type PartitionLag, type TopicRecordCount, type WorkerEvent, type WorkerStats } from './worker-events.ts';
 import { LOOPING, WORKER_TRANSITIONS, type WorkerState } from './worker-state.ts';
 import { consumerConfig, partitionLag, prepareTopics } from './worker-setup.ts';
-import { GlobalTableReader } from '../global-tables/global-table-reader.ts';
+import type { GlobalTableReader } from '../global-tables/global-table-reader.ts';
 import type { BatchSource } from '../loop/batch-source.ts';
 import { Loop } from '../loop/loop.ts';
 import { checkRetryBudget, learnRecordLimits, startProcessingThread, subscribedConsumer } from './startup.ts';
-import { InteractiveQueries } from '../queries/interactive-queries.ts';
+import type { InteractiveQueries } from '../queries/interactive-queries.ts';
 import { publishEndpoint } from '../queries/endpoints.ts';
 import { LoopWatch } from './loop-watch.ts';
-import { InputSynchronizer } from '../loop/input-synchronizer.ts';
-import { synchronizedInputs } from '../loop/synchronized-inputs.ts';
+import { wireWorker } from './wiring.ts';
+import type { InputSynchronizer } from '../loop/input-synchronizer.ts';
 import type { ProcessingThread, ThreadSpawner } from '../offload/processing-thread.ts';
 export { LINEAGE } from '../../core/headers.ts';
 export { CHAOS_PHASES, type ChaosPhase } from './faults.ts';
@@ -55,39 +52,24 @@ export interface WorkerOptions {
  * One worker: one consumer and one transactional producer (Kafka Streams' exactly_once_v2).
  * Records from a fetched batch run through the tasks inside an open transaction; outputs and
  * repartition records are produced without awaiting each, changelog records (and results a record
- * cache held back) once per key when the transaction is about to commit. The parts: the output's
- * transaction states (transaction/), the task manager, the record collector, partition progress,
- * the transaction driver (commit and recovery) and the rebalance handler. This file is the loop.
+ * cache held back) once per key when the transaction is about to commit. This file is the façade:
+ * the lifecycle (start, stop, close) and what observability reads. The parts and how they are wired:
+ * wiring.ts; the start-up steps: startup.ts; the loop: loop/loop.ts, which takes each batch from the
+ * batch source (loop/batch-source.ts) through the record path (loop/record-path.ts).
  *
  * Emits `event` (WorkerEvent, the public stream) and `transition` (every state move, for debug logs).
  */
 export class Worker extends EventEmitter {
   readonly config: ResolvedWorkerConfig;
   readonly topology: RuntimeTopology;
-  readonly stats: WorkerStats = {
-    recordsConsumed: 0,
-    recordsProduced: 0,
-    transactionsCommitted: 0,
-    transactionsAborted: 0,
-    rebalances: 0,
-    fencings: 0,
-    tasks: 0,
-    restoredRecords: 0,
-    deadLettered: 0,
-    lastCommitAt: 0,
-    lateRecordsDropped: 0,
-    duplicatesDropped: 0,
-    staleVersionsDropped: 0,
-    enforcedProcessing: 0,
-    taskIdleMs: 0,
-  };
+  readonly stats: WorkerStats = newWorkerStats();
   /** This host's lock on the instance id (instance-id.ts); undefined while a live process here holds it. */
   private instanceClaim: InstanceIdClaim | undefined;
   private readonly clients: ClientSupplier;
   private readonly context: RuntimeContext;
   private readonly lifecycle: StateMachine<WorkerState>;
   private readonly output: TransactionalOutput;
-  private readonly progress = new PartitionProgress();
+  private readonly progress: PartitionProgress;
   private readonly tasks: TaskManager;
   private readonly collector: WorkerRecordCollector;
   private readonly transaction: TransactionDriver;
@@ -131,45 +113,27 @@ export class Worker extends EventEmitter {
       consumer: () => this.consumer,
       step: (name) => this.watch.enter(name),
     });
-    const Output = this.config.guarantee === 'exactly_once' ? ExactlyOnceOutput : AtLeastOnceOutput;
-    this.output = new Output({
-      clientConfig: context.clientConfig(),
-      transactionalId: txnId,
-      appId: this.config.appId,
-      transactionTimeoutMs: this.config.transactionTimeoutMs,
-      unsafeCommitOffsetsOutsideTransaction: this.config.unsafeCommitOffsetsOutsideTransaction,
-      clients: this.clients,
-      faults: context.faults,
-      onTransition,
-      onRetry: (call, attempt, error) => context.emit({ type: 'producer-retry', call, attempt, reason: describeKafkaError(error) }),
-      onStep: (step) => this.watch.enter(step),
-    });
-    const deadLetterTopics = new Set(topology.topics.filter((t) => t.kind === 'dead-letter').map((t) => t.name));
-    this.globalTables = new GlobalTableReader(this.topology.globalTables ?? [], (config) => this.clients.consumer(config));
-    this.tasks = new TaskManager(this.topology, context, this.globalTables.rowsOf);
-    const repartitionTopics = new Set(topology.topics.filter((t) => t.kind === 'repartition').map((t) => t.name));
-    this.collector = new WorkerRecordCollector(context, this.output, deadLetterTopics, repartitionTopics, (topic) => this.partitionCount(topic));
-    this.transaction = new TransactionDriver(context, this.output, this.tasks, this.progress, this.collector, this.guardOptions());
-    this.queries = new InteractiveQueries({
-      appId: this.config.appId,
-      stores: this.topology.stores ?? new Map(),
+    ({
+      output: this.output,
+      progress: this.progress,
+      globalTables: this.globalTables,
       tasks: this.tasks,
-      sourceTopicsOf: (sub) => this.topology.subtopologies.find((s) => s.id === sub)?.sourceTopics ?? [],
+      collector: this.collector,
+      transaction: this.transaction,
+      queries: this.queries,
+      synchronizer: this.synchronizer,
+      rebalances: this.rebalances,
+    } = wireWorker({
+      topology: this.topology,
+      context,
+      watch: this.watch,
+      guard: this.guardOptions(),
+      onTransition,
       partitionCount: (topic) => this.partitionCount(topic),
-      connection: { bootstrap: this.config.bootstrap, kafka: this.config.kafka, withAdmin: this.clients.withAdmin },
-      clientId: () => this.consumerClientId,
-      advertisedUrl: this.config.advertisedUrl,
-    });
-    this.synchronizer = new InputSynchronizer(
-      synchronizedInputs(this.topology, this.tasks, this.progress, () => this.consumer),
-      this.config.maxTaskIdleMs,
-      (enforced) => {
-        this.stats.enforcedProcessing++;
-        this.emit('event', { type: 'enforced-processing', ...enforced } satisfies WorkerEvent);
-      },
-      (idleMs) => (this.stats.taskIdleMs += idleMs),
-    );
-    this.rebalances = new RebalanceHandler(context, this.tasks, this.progress, this.transaction, () => this.lifecycle.is('STOPPED', 'FAILED'));
+      consumer: () => this.consumer,
+      consumerClientId: () => this.consumerClientId,
+      stopped: () => this.lifecycle.is('STOPPED', 'FAILED'),
+    }));
   }
 
   /** The client id the group lists this worker's consumer under. */

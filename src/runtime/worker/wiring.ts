@@ -1,0 +1,91 @@
+// How a worker's parts are put together: which part hears of which, and through what. worker.ts holds
+// them; none of them knows the worker.
+import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
+import { GlobalTableReader } from '../global-tables/global-table-reader.ts';
+import { InputSynchronizer } from '../loop/input-synchronizer.ts';
+import { PartitionProgress } from '../loop/partition-progress.ts';
+import { RebalanceHandler } from '../loop/rebalance.ts';
+import { WorkerRecordCollector } from '../loop/record-collector.ts';
+import { synchronizedInputs } from '../loop/synchronized-inputs.ts';
+import { InteractiveQueries } from '../queries/interactive-queries.ts';
+import { TaskManager } from '../task/task-manager.ts';
+import type { RuntimeTopology } from '../task/worker-topology.ts';
+import { AtLeastOnceOutput } from '../transaction/at-least-once.ts';
+import { TransactionDriver } from '../transaction/driver.ts';
+import { ExactlyOnceOutput } from '../transaction/exactly-once.ts';
+import { describeKafkaError } from '../transaction/kafka-errors.ts';
+import type { TransactionalOutput } from '../transaction/output.ts';
+import type { InstanceGuardOptions } from './instance-guard.ts';
+import type { LoopWatch } from './loop-watch.ts';
+import type { RuntimeContext } from './runtime-context.ts';
+import type { Transition } from './state-machine.ts';
+
+export interface WorkerParts {
+  readonly output: TransactionalOutput;
+  readonly progress: PartitionProgress;
+  readonly globalTables: GlobalTableReader;
+  readonly tasks: TaskManager;
+  readonly collector: WorkerRecordCollector;
+  readonly transaction: TransactionDriver;
+  readonly queries: InteractiveQueries;
+  readonly synchronizer: InputSynchronizer;
+  readonly rebalances: RebalanceHandler;
+}
+
+export interface WiringInput {
+  readonly topology: RuntimeTopology;
+  readonly context: RuntimeContext;
+  readonly watch: LoopWatch;
+  readonly guard: InstanceGuardOptions;
+  readonly onTransition: (t: Transition) => void;
+  /** Partition counts are known once the worker has started. */
+  readonly partitionCount: (topic: string) => number | undefined;
+  readonly consumer: () => KafkaConsumer | undefined;
+  readonly consumerClientId: () => string;
+  /** The worker stopped or failed: a rebalance callback arriving now has nothing to hand over. */
+  readonly stopped: () => boolean;
+}
+
+export function wireWorker({ topology, context, watch, guard, onTransition, partitionCount, consumer, consumerClientId, stopped }: WiringInput): WorkerParts {
+  const { config, clients, stats } = context;
+  const Output = config.guarantee === 'exactly_once' ? ExactlyOnceOutput : AtLeastOnceOutput;
+  const output = new Output({
+    clientConfig: context.clientConfig(),
+    transactionalId: context.transactionalId,
+    appId: config.appId,
+    transactionTimeoutMs: config.transactionTimeoutMs,
+    unsafeCommitOffsetsOutsideTransaction: config.unsafeCommitOffsetsOutsideTransaction,
+    clients,
+    faults: context.faults,
+    onTransition,
+    onRetry: (call, attempt, error) => context.emit({ type: 'producer-retry', call, attempt, reason: describeKafkaError(error) }),
+    onStep: (step) => watch.enter(step),
+  });
+  const progress = new PartitionProgress();
+  const topicsOf = (kind: string): Set<string> => new Set(topology.topics.filter((t) => t.kind === kind).map((t) => t.name));
+  const globalTables = new GlobalTableReader(topology.globalTables ?? [], (consumerConfig) => clients.consumer(consumerConfig));
+  const tasks = new TaskManager(topology, context, globalTables.rowsOf);
+  const collector = new WorkerRecordCollector(context, output, topicsOf('dead-letter'), topicsOf('repartition'), partitionCount);
+  const transaction = new TransactionDriver(context, output, tasks, progress, collector, guard);
+  const queries = new InteractiveQueries({
+    appId: config.appId,
+    stores: topology.stores ?? new Map(),
+    tasks,
+    sourceTopicsOf: (sub) => topology.subtopologies.find((s) => s.id === sub)?.sourceTopics ?? [],
+    partitionCount,
+    connection: { bootstrap: config.bootstrap, kafka: config.kafka, withAdmin: clients.withAdmin },
+    clientId: consumerClientId,
+    advertisedUrl: config.advertisedUrl,
+  });
+  const synchronizer = new InputSynchronizer(
+    synchronizedInputs(topology, tasks, progress, consumer),
+    config.maxTaskIdleMs,
+    (enforced) => {
+      stats.enforcedProcessing++;
+      context.emit({ type: 'enforced-processing', ...enforced });
+    },
+    (idleMs) => (stats.taskIdleMs += idleMs),
+  );
+  const rebalances = new RebalanceHandler(context, tasks, progress, transaction, stopped);
+  return { output, progress, globalTables, tasks, collector, transaction, queries, synchronizer, rebalances };
+}
