@@ -1,28 +1,12 @@
 import { EventEmitter } from 'node:events';
 import { parseWorkerConfig, transactionalId, type ResolvedWorkerConfig, type WorkerConfigInput } from '../../src/runtime/worker/config.ts';
-import type { WorkerEvent, WorkerStats } from '../../src/runtime/worker/worker-events.ts';
+import { newWorkerStats, type WorkerEvent, type WorkerStats } from '../../src/runtime/worker/worker-events.ts';
 import type { ObservedWorker } from '../../src/observability/worker-view.ts';
 
 /** A stand-in that emits the real worker's events and holds its stats, for unit tests of what observes it. */
 export class FakeWorker extends EventEmitter implements ObservedWorker {
   readonly config: ResolvedWorkerConfig;
-  readonly stats: WorkerStats = {
-    recordsConsumed: 0,
-    recordsProduced: 0,
-    transactionsCommitted: 0,
-    transactionsAborted: 0,
-    rebalances: 0,
-    fencings: 0,
-    tasks: 0,
-    restoredRecords: 0,
-    deadLettered: 0,
-    lastCommitAt: 0,
-    lateRecordsDropped: 0,
-    duplicatesDropped: 0,
-    staleVersionsDropped: 0,
-    enforcedProcessing: 0,
-    taskIdleMs: 0,
-  };
+  readonly stats: WorkerStats = newWorkerStats();
   private failure: unknown;
   /** Left unset, the worker reports no lifecycle state (as an older worker or a stand-in would). */
   state: string | undefined;
