@@ -190,6 +190,14 @@ export class Stream<K, V> {
     return this.#next({ kind: 'merge' }, opts, key, value, [other.nodeIndex]);
   }
 
+  /**
+   * Calls `fn` for each record and ends the stream there (Kafka Streams' `foreach`). Like `peek`, it runs
+   * inside the transaction's processing, so a replay calls it again: for an external call use `effect`.
+   */
+  foreach(fn: (key: K, value: V, ctx: RecordContext) => void, opts?: NamedOptions): void {
+    this.#next({ kind: 'foreach', fn: fn as KeyValueFn }, opts, this.keySerde, this.valueSerde);
+  }
+
   peek(fn: (key: K, value: V, ctx: RecordContext) => void, opts?: NamedOptions): Stream<K, V> {
     return this.#next({ kind: 'peek', fn: fn as KeyValueFn }, opts, this.keySerde, this.valueSerde);
   }

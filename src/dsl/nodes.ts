@@ -11,6 +11,7 @@ import type { RecordContext } from './headers.ts';
  */
 export type StageKind =
   | 'source'
+  | 'foreach'
   | 'filter'
   | 'map'
   | 'mapValues'
@@ -62,6 +63,7 @@ export interface StageKindInfo {
 
 export const STAGE_KINDS: Readonly<Record<StageKind, StageKindInfo>> = {
   source: { label: 'SOURCE', boundary: 'transactional', role: 'source', changesKey: false , threadSafe: true },
+  foreach: { label: 'FOREACH', boundary: 'transactional', role: 'processor', changesKey: false, threadSafe: true },
   filter: { label: 'FILTER', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: true },
   map: { label: 'MAP', boundary: 'transactional', role: 'processor', changesKey: true , threadSafe: true },
   mapValues: { label: 'MAPVALUES', boundary: 'transactional', role: 'processor', changesKey: false , threadSafe: true },
@@ -126,6 +128,7 @@ export type StageSpec =
       readonly table?: boolean;
     }
   | { readonly kind: 'filter'; readonly fn: KeyValueFn; readonly negate: boolean }
+  | { readonly kind: 'foreach'; readonly fn: KeyValueFn }
   | { readonly kind: 'map'; readonly fn: KeyValueFn }
   | { readonly kind: 'mapValues'; readonly fn: ValueOnlyFn }
   | { readonly kind: 'flatMap'; readonly fn: KeyValueFn }

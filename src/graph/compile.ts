@@ -1,9 +1,7 @@
 import type { Serde } from '../serdes/serde.ts';
-import { stringSerde } from '../serdes/basic.ts';
 import type { TopologyBuilder } from '../dsl/builder.ts';
-import { STAGE_KINDS, type NodeDef, type StageKind, type StageSpec } from '../dsl/nodes.ts';
+import { STAGE_KINDS, type StageKind, type StageSpec } from '../dsl/nodes.ts';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, type WindowSpec } from '../dsl/types.ts';
-import { countSerde } from '../state/internal-serdes.ts';
 import type { SessionWindowSpec } from '../dsl/session-windows.ts';
 import type { StoreKind } from '../state/store.ts';
 import {
@@ -14,7 +12,6 @@ import {
   InvalidAppIdError,
   InvalidStageOptionError,
   InvalidTopicNameError,
-  InvalidWindowError,
   JoinInputNotTableError,
   JoinKeySerdeMismatchError,
   MissingSerdeError,
@@ -25,94 +22,34 @@ import {
   type TopologyErrorLocation,
 } from './errors.ts';
 import { CompiledTopology } from './compiled.ts';
+import { autoName, isTable, retryPolicyOf, type StageCompile, type StageCompiler, type WorkNode } from './stage-compile.ts';
+import { STAGE_COMPILERS } from './stages/index.ts';
 import { internalTopicConfig } from './internal-topic-configs.ts';
 import type { CoPartitionGroup, CompileOptions, CompiledGlobalTable, CompiledNode, CompiledStore, CompiledSubtopology, TopicRequirement } from './types.ts';
 
 const NAME_RE = /^[a-zA-Z0-9._-]{1,249}$/;
 
-/** Keys of a keyless stream: always null, so sinks of keyless streams need no key serde. */
-const nullKeySerde: Serde<unknown> = { name: 'null', serialize: () => null, deserialize: () => null };
-
-interface WorkNode {
-  name: string;
-  kind: StageKind;
-  spec: StageSpec;
-  /** Position in topological order; synthetic repartition nodes sit just before their stateful stage. */
-  order: number;
-  parents: WorkNode[];
-  stores: string[];
-  topic?: string;
-  keySerde?: Serde<unknown>;
-  valueSerde?: Serde<unknown>;
-  /** Key differs from the partitioning key of the topic the records came from. */
-  keyChanged: boolean;
-  keyless: boolean;
-  sub: number;
-  tableInputs?: string[];
-  globalStore?: string;
-}
-
-const TABLE_KINDS: ReadonlySet<StageKind> = new Set(['toTable', 'tableFilter', 'tableMapValues', 'tableTableJoin']);
 const JOIN_KINDS: ReadonlySet<StageKind> = new Set(['streamTableJoin', 'tableTableJoin', 'streamStreamJoin']);
-
-/** A stage whose rows can be read by key: a table (a windowed aggregate's rows are per window, not per key). */
-function isTable(n: WorkNode): boolean {
-  return TABLE_KINDS.has(n.kind) || (n.spec.kind === 'aggregate' && n.spec.window === undefined && n.spec.session === undefined);
-}
-
-function autoName(kind: StageKind, index: number): string {
-  const prefix = kind === 'toStream' || TABLE_KINDS.has(kind) ? 'KTABLE' : 'KSTREAM';
-  return `${prefix}-${STAGE_KINDS[kind].label}-${String(index).padStart(10, '0')}`;
-}
 
 function isAsyncFunction(fn: unknown): boolean {
   return typeof fn === 'function' && (fn as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag] === 'AsyncFunction';
 }
 
+/**
+ * The functions a stage calls for each record, which must return synchronously: every function among
+ * its spec's own fields and the fields of its lists' entries (branches, punctuations). An effect, outside
+ * the transaction, may be async.
+ */
 function stageFunctions(spec: StageSpec): unknown[] {
-  switch (spec.kind) {
-    case 'filter':
-    case 'map':
-    case 'mapValues':
-    case 'flatMap':
-    case 'flatMapValues':
-    case 'selectKey':
-    case 'groupBy':
-    case 'peek':
-    case 'setHeaders':
-    case 'dedupe':
-    case 'latestByVersion':
-      return [spec.fn];
-    case 'branch':
-      return spec.branches.map((b) => b.fn);
-    case 'aggregate':
-      return spec.merger ? [spec.init, spec.fn, spec.merger] : [spec.init, spec.fn];
-    case 'process':
-      return [spec.fn, ...spec.punctuations.map((p) => p.run)];
-    case 'tableFilter':
-    case 'tableMapValues':
-      return [spec.fn];
-    case 'streamTableJoin':
-    case 'tableTableJoin':
-    case 'streamStreamJoin':
-      return [spec.joiner];
-    case 'globalTableJoin':
-      return [spec.keySelector, spec.joiner];
-    case 'source':
-      return spec.timestamp ? [spec.timestamp] : [];
-    default:
-      return [];
-  }
+  if (STAGE_KINDS[spec.kind].boundary === 'external') return [];
+  const fields = Object.values(spec).flatMap((v: unknown) => (Array.isArray(v) ? v.flatMap((entry: unknown) => (typeof entry === 'object' && entry !== null ? Object.values(entry) : [entry])) : [v]));
+  return fields.filter((v) => typeof v === 'function');
 }
 
 function boundaryText(n: WorkNode): string {
   if (n.spec.kind !== 'effect') return 'inside the Kafka transaction';
   const key = n.spec.idempotencyKey ? 'from the idempotencyKey function' : '${topic}-${partition}-${offset} of the source record';
   return `outside the transaction: at-least-once (idempotency key: ${key})`;
-}
-
-function retryPolicyOf(base: RetryPolicy, override: Partial<RetryPolicy> | undefined): RetryPolicy {
-  return override ? { ...base, ...override } : base;
 }
 
 export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): CompiledTopology {
@@ -198,186 +135,50 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
       keyless: !info.changesKey && (spec.kind === 'source' ? def.keySerde === undefined : parents.some((p) => p.keyless)),
       sub: -1,
     };
-    const storeName = (s: string | undefined): string => s ?? def.userName ?? `${autoName(spec.kind, def.index).replace(/-(\d{10})$/, '-STATE-STORE-$1')}`;
-
-    const requireTable = (n: WorkNode): WorkNode => {
-      if (!isTable(n)) throw new JoinInputNotTableError(n.spec.kind === 'aggregate' ? 'windowed aggregate' : `${n.kind} stream`, loc(name));
-      return n;
-    };
-    const checkJoinKeys = (a: WorkNode, b: WorkNode): void => {
-      if (a.keySerde && b.keySerde && a.keySerde !== b.keySerde && a.keySerde.name !== b.keySerde.name) throw new JoinKeySerdeMismatchError(a.keySerde.name, b.keySerde.name, loc(name));
-    };
-    /** A re-keyed stream going into a join goes through a repartition topic first, as before an aggregate. */
-    const keyedInput = (side: WorkNode, topicPrefix: string, keySerde: Serde<unknown> | undefined, valueSerde: Serde<unknown> | undefined): WorkNode => {
-      if (side.keyless) throw new StatefulWithoutKeyError(spec.kind, loc(name));
-      if (!side.keyChanged) return side;
-      const key = requireSerde(keySerde, `the key of repartition topic ${appId}-${topicPrefix}-repartition`, 'pass { key } to the selectKey/map before the join', name);
-      const value = requireSerde(valueSerde, `the value of repartition topic ${appId}-${topicPrefix}-repartition`, 'pass { value } to the mapValues/map/flatMap before the join', name);
-      return repartition(node, side, topicPrefix, key, value, def.index);
-    };
-
-    switch (spec.kind) {
-      case 'toTable': {
-        const parent = first!;
-        if (parent.keyless) throw new StatefulWithoutKeyError('toTable', loc(name));
-        const store = storeName(spec.store);
-        const key = requireSerde(def.keySerde, 'the key of the table', 'pass toTable({ key }) or give the stream a key serde', name);
-        const value = requireSerde(def.valueSerde, 'the value of the table', 'pass toTable({ value }); the stream lost its value serde at a mapValues/map/flatMap', name);
-        if (parent.keyChanged) node.parents = [repartition(node, parent, store, key, value, def.index)];
-        node.keyChanged = false;
-        const tableSource = parent.spec.kind === 'source' && parent.spec.table === true ? parent.spec.topic : undefined;
-        addStore(node, store, 'key-value', key, value, undefined, tableSource);
-        break;
-      }
-      case 'tableFilter':
-      case 'tableMapValues': {
-        node.tableInputs = [requireTable(first!).name];
-        break;
-      }
-      case 'streamTableJoin': {
-        const table = requireTable(parents[1]!);
-        const stream = keyedInput(first!, name, first!.keySerde, first!.valueSerde);
-        checkJoinKeys(stream, table);
-        node.parents = [stream, table];
-        node.tableInputs = [table.name];
-        node.keyChanged = false;
-        node.keyless = false;
-        break;
-      }
-      case 'tableTableJoin': {
-        const [left, right] = [requireTable(first!), requireTable(parents[1]!)];
-        checkJoinKeys(left, right);
-        node.tableInputs = [left.name, right.name];
-        break;
-      }
-      case 'streamStreamJoin': {
-        const w = spec.window;
-        for (const [what, ms] of [['before', w.beforeMs], ['after', w.afterMs], ['grace', w.graceMs]] as const) {
-          if (!(Number.isFinite(ms) && ms >= 0)) throw new InvalidWindowError(`join window ${what} must be zero or positive, got ${ms}`, loc(name));
-        }
-        const prefix = spec.store ?? def.userName ?? autoName(spec.kind, def.index).replace(/-(\d{10})$/, '-STORE-$1');
-        const left = keyedInput(first!, `${prefix}-this`, spec.keySerde, spec.thisValueSerde);
-        const right = keyedInput(parents[1]!, `${prefix}-other`, spec.keySerde, spec.otherValueSerde);
-        checkJoinKeys(left, right);
-        node.parents = [left, right];
-        node.keyChanged = false;
-        node.keyless = false;
-        const key = requireSerde(spec.keySerde, 'the key of the join window stores', 'pass { key } in the join options', name);
-        const thisValue = requireSerde(spec.thisValueSerde, 'the values of the join window store of this stream', 'pass { thisValue } in the join options', name);
-        const otherValue = requireSerde(spec.otherValueSerde, 'the values of the join window store of the other stream', 'pass { otherValue } in the join options', name);
-        addStore(node, `${prefix}-this`, 'join-window', key, thisValue);
-        addStore(node, `${prefix}-other`, 'join-window', key, otherValue);
-        break;
-      }
-      case 'globalTable': {
-        checkTopic(spec.topic, name);
-        if (sourceTopics.has(spec.topic)) throw new DuplicateSourceTopicError(spec.topic, loc(name));
-        sourceTopics.set(spec.topic, name);
-        const store = storeName(spec.store);
-        if (storeOwners.has(store)) throw new StoreSharedError(store, storeOwners.get(store)!, loc(name));
+    const stage: StageCompile = {
+      appId,
+      name,
+      def,
+      node,
+      parents,
+      retry,
+      loc,
+      checkTopic,
+      checkPolicy,
+      addStore: (store, kind, keySerde, valueSerde, window, sourceTopic) => addStore(node, store, kind, keySerde, valueSerde, window, sourceTopic),
+      requireSerde: (serde, what, hint) => requireSerde(serde, what, hint, name),
+      repartition: (parent, store, keySerde, valueSerde) => repartition(node, parent, store, keySerde, valueSerde, def.index),
+      storeName: (given) => given ?? def.userName ?? `${autoName(spec.kind, def.index).replace(/-(\d{10})$/, '-STATE-STORE-$1')}`,
+      requireTable: (n) => {
+        if (!isTable(n)) throw new JoinInputNotTableError(n.spec.kind === 'aggregate' ? 'windowed aggregate' : `${n.kind} stream`, loc(name));
+        return n;
+      },
+      checkJoinKeys: (a, b) => {
+        if (a.keySerde && b.keySerde && a.keySerde !== b.keySerde && a.keySerde.name !== b.keySerde.name) throw new JoinKeySerdeMismatchError(a.keySerde.name, b.keySerde.name, loc(name));
+      },
+      keyedInput: (side, topicPrefix, keySerde, valueSerde) => {
+        if (side.keyless) throw new StatefulWithoutKeyError(spec.kind, loc(name));
+        if (!side.keyChanged) return side;
+        const key = requireSerde(keySerde, `the key of repartition topic ${appId}-${topicPrefix}-repartition`, 'pass { key } to the selectKey/map before the join', name);
+        const value = requireSerde(valueSerde, `the value of repartition topic ${appId}-${topicPrefix}-repartition`, 'pass { value } to the mapValues/map/flatMap before the join', name);
+        return repartition(node, side, topicPrefix, key, value, def.index);
+      },
+      claimSourceTopic: (topic) => {
+        if (sourceTopics.has(topic)) throw new DuplicateSourceTopicError(topic, loc(name));
+        sourceTopics.set(topic, name);
+      },
+      claimStore: (store) => {
+        const owner = storeOwners.get(store);
+        if (owner !== undefined) throw new StoreSharedError(store, owner, loc(name));
         storeOwners.set(store, name);
-        node.globalStore = store;
-        globalTables.push({ store, node: name, topic: spec.topic, keySerde: def.keySerde!, valueSerde: def.valueSerde! });
-        // not part of any sub-topology: every worker reads it whole, outside the tasks
-        byIndex[def.index] = node;
-        continue;
-      }
-      case 'globalTableJoin': {
-        const global = parents[1]!;
-        node.parents = [first!];
-        node.globalStore = global.globalStore!;
-        break;
-      }
-      case 'source': {
-        checkTopic(spec.topic, name);
-        if (sourceTopics.has(spec.topic)) throw new DuplicateSourceTopicError(spec.topic, loc(name));
-        sourceTopics.set(spec.topic, name);
-        node.topic = spec.topic;
-        if (!node.keySerde) node.keySerde = nullKeySerde;
-        break;
-      }
-      case 'sink': {
-        checkTopic(spec.topic, name);
-        node.topic = spec.topic;
-        const parent = first!;
-        node.keySerde = def.keySerde ?? (parent.keyless ? nullKeySerde : requireSerde(def.keySerde, `the key of sink topic ${spec.topic}`, 'pass to(topic, { key })', name));
-        node.valueSerde = requireSerde(def.valueSerde, `the value of sink topic ${spec.topic}`, 'pass to(topic, { value }); the stream lost its value serde at a mapValues/map/flatMap', name);
-        break;
-      }
-      case 'dedupe': {
-        if (!(Number.isFinite(spec.ttlMs) && spec.ttlMs > 0)) throw new InvalidStageOptionError(`dedupe ttlMs must be a positive number of milliseconds, got ${spec.ttlMs}`, loc(name));
-        addStore(node, storeName(spec.store), 'dedupe', stringSerde as Serde<unknown>, countSerde as Serde<unknown>);
-        break;
-      }
-      case 'latestByVersion': {
-        const parent = first!;
-        if (parent.keyless) throw new StatefulWithoutKeyError('latestByVersion', loc(name));
-        const store = storeName(spec.store);
-        const key = requireSerde(parent.keySerde, 'the key of latestByVersion', 'give the upstream stream a key serde (stream(topic, { key }) or selectKey(fn, { key }))', name);
-        if (parent.keyChanged) {
-          const value = requireSerde(parent.valueSerde, `the value of repartition topic ${appId}-${store}-repartition`, 'the stream lost its value serde; pass { value } to the mapValues/map/flatMap before it', name);
-          node.parents = [repartition(node, parent, store, key, value, def.index)];
-        }
-        node.keyChanged = false;
-        addStore(node, store, 'version', key, countSerde as Serde<unknown>);
-        break;
-      }
-      case 'aggregate': {
-        const parent = first!;
-        if (parent.keyless) throw new StatefulWithoutKeyError(spec.mode, loc(name));
-        const w = spec.window;
-        const session = spec.session;
-        if (session) {
-          if (!(Number.isFinite(session.inactivityGapMs) && session.inactivityGapMs > 0)) throw new InvalidWindowError(`session inactivity gap must be a positive number of milliseconds, got ${session.inactivityGapMs}`, loc(name));
-          if (!(Number.isFinite(session.graceMs) && session.graceMs >= 0)) throw new InvalidWindowError(`grace must be zero or positive, got ${session.graceMs}`, loc(name));
-        }
-        if (w) {
-          if (!(Number.isFinite(w.sizeMs) && w.sizeMs > 0)) throw new InvalidWindowError(`size must be a positive number of milliseconds, got ${w.sizeMs}`, loc(name));
-          if (!(Number.isFinite(w.graceMs) && w.graceMs >= 0)) throw new InvalidWindowError(`grace must be zero or positive, got ${w.graceMs}`, loc(name));
-          if (!(Number.isFinite(w.advanceMs) && w.advanceMs > 0 && w.advanceMs <= w.sizeMs)) throw new InvalidWindowError(`advance must be positive and at most the size (${w.sizeMs}), got ${w.advanceMs}`, loc(name));
-        }
-        const store = storeName(spec.store);
-        const key = requireSerde(spec.groupKeySerde, `the grouping key of ${spec.mode}`, 'pass { key } to groupBy/groupByKey or give the stream a key serde', name);
-        const state = requireSerde(spec.stateSerde, `the state of ${spec.mode}`, spec.mode === 'reduce' ? 'pass reduce(fn, { state }); the stream lost its value serde' : 'pass aggregate(init, fn, { state })', name);
-        if (parent.keyChanged) {
-          const value = requireSerde(spec.groupValueSerde, `the value of repartition topic ${appId}-${store}-repartition`, 'pass { value } to groupBy/groupByKey; the stream lost its value serde at a mapValues/map/flatMap', name);
-          node.parents = [repartition(node, parent, store, key, value, def.index)];
-        }
-        node.keyChanged = false;
-        node.keyless = false;
-        addStore(node, store, session ? 'session' : w ? 'window' : 'key-value', key, state, session ?? w);
-        break;
-      }
-      case 'suppress': {
-        const parent = first!;
-        const s = spec.suppress;
-        if (!(isTable(parent) || parent.kind === 'aggregate' || parent.kind === 'suppress')) throw new InvalidStageOptionError(`suppress follows a table (an aggregate, or filter/mapValues of one), not a ${parent.kind} stream`, loc(name));
-        if (s.until === 'window-closes' && spec.window === undefined) throw new InvalidStageOptionError('Suppressed.untilWindowCloses() needs a windowed aggregate upstream (windowedBy(...) then aggregate/reduce/count)', loc(name));
-        if (s.until === 'time-limit' && !(Number.isFinite(s.timeLimitMs) && s.timeLimitMs > 0)) throw new InvalidStageOptionError(`Suppressed.untilTimeLimit needs a positive number of milliseconds, got ${s.timeLimitMs}`, loc(name));
-        if (!(Number.isInteger(s.maxRecords) && s.maxRecords > 0) || !(Number.isInteger(s.maxBytes) && s.maxBytes > 0)) throw new InvalidStageOptionError(`suppress buffer bounds must be positive integers, got maxRecords ${s.maxRecords}, maxBytes ${s.maxBytes}`, loc(name));
-        const key = requireSerde(def.keySerde, 'the key of the suppression buffer', 'give the grouping a key serde (groupBy(fn, { key }) or groupByKey({ key }))', name);
-        const value = requireSerde(def.valueSerde, 'the value of the suppression buffer', 'pass { value } to the mapValues before suppress', name);
-        addStore(node, storeName(spec.store), 'suppress', key, value);
-        break;
-      }
-      case 'process': {
-        for (const p of spec.punctuations) {
-          if (!(Number.isFinite(p.everyMs) && p.everyMs > 0)) throw new InvalidStageOptionError(`punctuation everyMs must be a positive number of milliseconds, got ${p.everyMs}`, loc(name));
-          if (p.on !== 'stream-time' && p.on !== 'wall-clock') throw new InvalidStageOptionError(`punctuation on must be 'stream-time' or 'wall-clock', got ${String(p.on)}`, loc(name));
-        }
-        if (spec.state) addStore(node, storeName(spec.state.store), 'key-value', spec.state.keySerde, spec.state.valueSerde);
-        break;
-      }
-      case 'effect': {
-        const policy = retryPolicyOf(retry, spec.retry);
-        checkPolicy(policy, name);
-        nodePolicies.set(name, policy);
-        break;
-      }
-      default:
-        break;
-    }
+      },
+      addGlobalTable: (table) => void globalTables.push(table),
+      setRetryPolicy: (policy) => void nodePolicies.set(name, policy),
+    };
+    const compileStage = STAGE_COMPILERS[spec.kind] as StageCompiler | undefined;
+    const placed = compileStage?.(stage, spec as never);
     byIndex[def.index] = node;
+    if (placed === 'outside-tasks') continue;
     work.push(node);
   }
 

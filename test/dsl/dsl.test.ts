@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { TopologyBuilder, isTopologyBuilder, type Stream } from '../../src/dsl/builder.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 import { TopologyTestDriver } from '../../src/testing/test-driver.ts';
+import { compile } from '../../src/graph/index.ts';
 
 interface Order {
   id: string;
@@ -141,4 +142,20 @@ test('every stage function that sees the key gets (key, value, ...extra); mapVal
     groupBy: ['k4', 'v5', 'ctx'],
     aggregate: ['g', 'v5', 'init'],
   });
+});
+
+test('foreach calls its function with each record, in the stream\'s argument order, and ends the stream', () => {
+  const app = new TopologyBuilder({ appId: 'fe' });
+  const seen: string[] = [];
+  const orders = app.stream('orders', { key: stringSerde, value: jsonSerde<{ amount: number }>() });
+  orders.foreach((key, order) => void seen.push(`${key}:${order.amount}`), { name: 'audit' });
+  orders.to('copy');
+  const driver = new TopologyTestDriver(app);
+  const input = driver.input<string, { amount: number }>('orders');
+  input.pipe('a', { amount: 1 });
+  input.pipe('b', { amount: 2 });
+  assert.deepEqual(seen, ['a:1', 'b:2']);
+  assert.equal(driver.output<string, { amount: number }>('copy').readValues().length, 2);
+  const audit = compile(app).subtopologies[0]!.nodes.find((n) => n.name === 'audit')!;
+  assert.deepEqual({ kind: audit.kind, children: audit.children }, { kind: 'foreach', children: [] });
 });

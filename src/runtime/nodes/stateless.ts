@@ -124,6 +124,14 @@ export class PeekNode extends RuntimeNode {
   }
 }
 
+/** Calls its function with each record and forwards nothing: the end of a stream. */
+export class ForeachNode extends RuntimeNode {
+  readonly #fn = (this.node.spec as Spec<'foreach'>).fn;
+  protected apply(key: unknown, value: unknown): Step {
+    this.checkSync(this.#fn(key, value, this.ctx.record));
+  }
+}
+
 /** Everything downstream of it, for this record, carries the headers its function returns; its siblings keep theirs. */
 export class SetHeadersNode extends RuntimeNode {
   readonly #fn = (this.node.spec as Spec<'setHeaders'>).fn;
@@ -224,6 +232,7 @@ export const STATELESS_NODES = {
   merge: ({ ctx, node }) => new PassThroughNode(ctx, node),
   toStream: ({ ctx, node }) => new PassThroughNode(ctx, node),
   peek: ({ ctx, node }) => new PeekNode(ctx, node),
+  foreach: ({ ctx, node }) => new ForeachNode(ctx, node),
   setHeaders: ({ ctx, node }) => new SetHeadersNode(ctx, node),
   sink: ({ ctx, node }) => new SinkNode(ctx, node),
   repartitionSink: ({ ctx, node }) => new SinkNode(ctx, node),

@@ -1,0 +1,8 @@
+// Every stage kind's compile step, by kind: each family lists its own beside the others of its kind.
+import type { StageCompilers } from '../stage-compile.ts';
+import { JOIN_STAGES } from './joins.ts';
+import { STATEFUL_STAGES } from './stateful.ts';
+import { STREAM_STAGES } from './streams.ts';
+import { TABLE_STAGES } from './tables.ts';
+
+export const STAGE_COMPILERS: StageCompilers = { ...STREAM_STAGES, ...TABLE_STAGES, ...JOIN_STAGES, ...STATEFUL_STAGES };
