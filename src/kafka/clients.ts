@@ -6,6 +6,9 @@ import type { KafkaConsumer, LibrdKafkaError, Message, Producer, TopicPartitionO
  * That API, unlike its KafkaJS layer, takes the consumer for sendOffsetsToTransaction (KIP-447 fencing),
  * real timeouts on every transaction call, and reports librdkafka's own error flags.
  */
+/** librdkafka's logical offset for "the first record still in the log". */
+export const OFFSET_BEGINNING = -2;
+
 export const { Producer: RdProducer, KafkaConsumer: RdConsumer, CODES } = rdkafka as unknown as {
   Producer: typeof Producer;
   KafkaConsumer: typeof KafkaConsumer;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingRecord } from '../core/records.ts';
 import { isRecordBatch, unpackRecordBatch } from '../core/record-batch.ts';
 import type { Message } from '@confluentinc/kafka-javascript';
-import { connectConsumer, consumeBatch, disconnect, headerPairs, watermarks } from './clients.ts';
+import { connectConsumer, consumeBatch, disconnect, headerPairs, OFFSET_BEGINNING, watermarks } from './clients.ts';
 import { partitionCounts, TopicError, withAdmin, type ClientOptions } from './admin.ts';
 
 export type IsolationLevel = 'read_committed' | 'read_uncommitted';
@@ -106,8 +106,7 @@ export interface FollowTopicOptions {
   readonly signal?: AbortSignal;
 }
 
-/** librdkafka's logical offsets for an assignment. */
-const OFFSET_BEGINNING = -2;
+/** librdkafka's logical offset for "after the last record" (OFFSET_BEGINNING: clients.ts). */
 const OFFSET_END = -1;
 
 /** Every partition of a topic, record by record as they arrive, until the signal aborts or the caller stops iterating. */

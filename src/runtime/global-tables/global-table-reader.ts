@@ -1,10 +1,7 @@
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
 import type { CompiledGlobalTable } from '../../graph/types.ts';
-import { consumeBatch, disconnect, READ_TO_END_CONFIG, type RdConfig } from '../../kafka/clients.ts';
+import { consumeBatch, disconnect, OFFSET_BEGINNING, READ_TO_END_CONFIG, type RdConfig } from '../../kafka/clients.ts';
 import { globalTableRows, type GlobalTableRows } from './global-tables.ts';
-
-/** librdkafka's logical offset for "the partition's first record". */
-const OFFSET_BEGINNING = -2;
 
 /**
  * Follows the global tables' topics for one worker: `load` reads every partition whole before the

@@ -1,7 +1,6 @@
 import type { TopicPartitionOffset } from '@confluentinc/kafka-javascript';
 
-/** librdkafka's logical offset for "the first record still in the log". */
-export const OFFSET_BEGINNING = -2;
+import { OFFSET_BEGINNING } from '../../kafka/clients.ts';
 
 export interface PartitionRef {
   readonly topic: string;
