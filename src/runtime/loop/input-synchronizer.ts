@@ -128,7 +128,11 @@ export class InputSynchronizer {
       this.hold(runKey).messages.push(message);
       touched.add(runInputs);
     }
-    for (const [key, held] of this.held) if (held.head < held.messages.length) touched.add(this.inputs.inputsOf(key) ?? [key]);
+    for (const [key, held] of this.held) {
+      // Every partition still held is synchronized: dropRepositioned let go of the others.
+      const inputs = held.head < held.messages.length ? this.inputs.inputsOf(key) : undefined;
+      if (inputs !== undefined) touched.add(inputs);
+    }
     if (touched.size === 0) return out ?? batch;
     out ??= [...batch];
     for (const inputs of touched) this.release(inputs, out, now);

@@ -33,7 +33,7 @@ export class RecordPath {
     if (speculation !== undefined) {
       if (!transaction.open) await transaction.ensureOpen();
       collector.sendSpeculated(speculation);
-      for (const { run, lastOffset, records } of speculation.processed) this.done(run, run.topic, lastOffset, records);
+      for (const { run, lastOffset, records } of speculation.processed) this.done(run, lastOffset, records);
     }
     const offloaded = await this.applyOffloaded(await batch.offloaded());
     if (offloaded === false) return;
@@ -77,13 +77,13 @@ export class RecordPath {
         }
       }
       if (i + 1 < to && transaction.mustCommit(records)) {
-        this.done(run, run.topic, message.offset, records);
+        this.done(run, message.offset, records);
         records = 0;
         if (!(await this.commitMidBatch())) return false;
       }
     }
     // Once per slice: a failure inside it aborts the transaction, and these offsets with it.
-    this.done(run, run.topic, messages[to - 1]!.offset, records);
+    this.done(run, messages[to - 1]!.offset, records);
     return true;
   }
 
@@ -113,7 +113,7 @@ export class RecordPath {
         sink!.send(output);
       });
       const first = records[0]!;
-      this.done({ key, topic: first.topic, partition: first.partition }, first.topic, records[result.processed - 1]!.offset, result.processed);
+      this.done({ key, topic: first.topic, partition: first.partition }, records[result.processed - 1]!.offset, result.processed);
       if (result.streamTime > (task.streamTime ?? Number.NEGATIVE_INFINITY)) await task.advanceStreamTime?.(result.streamTime, collector.sinkFor(records[result.processed - 1]!));
       if (transaction.mustCommit(0) && !(await this.commitMidBatch())) return false;
     }
@@ -121,9 +121,9 @@ export class RecordPath {
   }
 
   /** A partition's records up to `lastOffset` are processed in the open transaction: its offset and the topic's count move on together. */
-  private done(partition: PartitionRef & { readonly key: string }, topic: string, lastOffset: number, records: number): void {
+  private done(partition: PartitionRef & { readonly key: string }, lastOffset: number, records: number): void {
     this.parts.transaction.processed(partition, lastOffset, records);
-    this.parts.collector.consumed(topic, records);
+    this.parts.collector.consumed(partition.topic, records);
   }
 
   /** Commits a transaction that reached its bound; false when the loop must let go of the batch (a failed commit rewound the partitions, or the worker is stopping). */
