@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { parse } from 'yaml';
 import { isKnownEnvVar, resolveConfigSources, resolveRuntimeOptions } from '../src/cli/config-sources.ts';
-import { parseWorkerConfig } from '../src/runtime/worker/config.ts';
+import { parseWorkerConfig } from '../src/runtime/base/config.ts';
 import { projectRoot } from '../src/kafka/paths.ts';
 import { ORDERS_DEFAULTS } from '../topology/orders.ts';
 

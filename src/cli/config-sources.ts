@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { parseDocument } from 'yaml';
 import { OnceflowError } from '../errors.ts';
-import { parseWorkerConfig, type WorkerConfig, type WorkerConfigInput } from '../runtime/worker/config.ts';
+import { parseWorkerConfig, type WorkerConfig, type WorkerConfigInput } from '../runtime/base/config.ts';
 
 type FieldKind = 'string' | 'number' | 'boolean' | 'map';
 type Field = keyof WorkerConfigInput;

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { Document, isMap, isPair, isScalar, type Pair } from 'yaml';
-import { parseWorkerConfig } from '../runtime/worker/config.ts';
+import { parseWorkerConfig } from '../runtime/base/config.ts';
 import { loadTopology } from '../dsl/load.ts';
 import { redactDeep } from '../observability/redact.ts';
 import { CONFIG_ENV, CONFIG_FIELD_KINDS, resolveConfigSources, SCALAR_FIELDS, type ConfigFlags, type ConfigOrigin } from './config-sources.ts';

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { OnceflowError } from '../errors.ts';
 import { withAdmin } from '../kafka/admin.ts';
-import { parseWorkerConfig } from '../runtime/worker/config.ts';
+import { parseWorkerConfig } from '../runtime/base/config.ts';
 import { groupEndpoints } from '../runtime/queries/endpoints.ts';
 import { resolveConfigSources, type ConfigFlags } from './config-sources.ts';
 import { bootstrapSource, devConnection, requireReachable } from './connection.ts';

@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
 import { compile } from '../graph/compile.ts';
 import { loadTopology } from '../dsl/load.ts';
-import { Worker, type WorkerEvent } from '../runtime/worker/worker.ts';
+import { Worker } from '../runtime/worker/worker.ts';
+import type { WorkerEvent } from '../runtime/base/worker-events.ts';
 import { runtimeTopology } from '../runtime/task/worker-topology.ts';
-import { killAt } from '../runtime/worker/faults.ts';
+import { killAt } from '../runtime/base/faults.ts';
 import { attachLogging, createLogger, startObservability, type ObservabilityServer } from '../observability/index.ts';
 import { addConfigOptions, configFlagsFrom, type ConfigCommandOptions } from './config.ts';
 import { resolveConfigSources, resolveRuntimeOptions, type RuntimeFlags } from './config-sources.ts';

@@ -3,7 +3,7 @@ import { KafkaJS } from '@confluentinc/kafka-javascript';
 import { OnceflowError } from '../errors.ts';
 import { withAdmin, type AdminClient } from '../kafka/admin.ts';
 import { parseCommitMetadata, type CommitMetadata } from '../runtime/transaction/commit-metadata.ts';
-import { parseWorkerConfig, type WorkerConfig } from '../runtime/worker/config.ts';
+import { parseWorkerConfig, type WorkerConfig } from '../runtime/base/config.ts';
 import { resolveConfigSources, type ConfigFlags } from './config-sources.ts';
 import { bootstrapSource, devConnection, requireReachable } from './connection.ts';
 

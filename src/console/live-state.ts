@@ -1,6 +1,6 @@
 import type { AdminClient } from '../kafka/admin.ts';
 import { groupStatus, type GroupStatus } from '../cli/status.ts';
-import { StateMachine, type TransitionTable } from '../runtime/worker/state-machine.ts';
+import { StateMachine, type TransitionTable } from '../runtime/base/state-machine.ts';
 import type { DeadLetterFeed, DeadLetterSummary } from './dead-letter-feed.ts';
 import { SampleWindow, scrapeMember, type MemberSample, type Scrape } from './member-metrics.ts';
 

@@ -26,3 +26,21 @@ export class PermanentError extends OnceflowError {
     this.code = opts.code ?? 'PERMANENT';
   }
 }
+
+/** The code an error names itself by, for the `onceflow.error.code` dead-letter header. */
+export function errorCode(e: unknown, fallback: string): string {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.length > 0 ? code : fallback;
+}
+
+/**
+ * Not the record's fault: a RetriableError, or an error that says of itself a later try may succeed
+ * (the schema registry being down sets `retriable`). A Kafka client error (a numeric code) is not one:
+ * the transaction classifies those (runtime/transaction/kafka-errors.ts).
+ */
+export function isTransient(e: unknown): boolean {
+  if (typeof e !== 'object' || e === null) return false;
+  const { retriable, code } = e as { retriable?: unknown; code?: unknown };
+  if (typeof code === 'number') return false;
+  return retriable === true || e instanceof RetriableError || code === 'RETRIABLE';
+}

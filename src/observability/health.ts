@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { WorkerEvent } from '../runtime/worker/worker-events.ts';
+import type { WorkerEvent } from '../runtime/base/worker-events.ts';
 import { ObservabilityServerError } from './errors.ts';
 import { attachMetrics, type AttachedMetrics, type MetricsOptions } from './metrics.ts';
 import { scrub, secretValues } from './redact.ts';

@@ -1,5 +1,5 @@
 import { pino, type Logger } from 'pino';
-import type { Transition, WorkerEvent } from '../runtime/worker/worker-events.ts';
+import type { Transition, WorkerEvent } from '../runtime/base/worker-events.ts';
 import { redactDeep, scrub, secretValues } from './redact.ts';
 import type { ObservedWorker } from './worker-view.ts';
 

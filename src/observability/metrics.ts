@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { WorkerEvent, WorkerStats } from '../runtime/worker/worker-events.ts';
+import type { WorkerEvent, WorkerStats } from '../runtime/base/worker-events.ts';
 import type { ObservedWorker, PartitionLag, TopicRecordCount } from './worker-view.ts';
 
 export interface MetricsOptions {

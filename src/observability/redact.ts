@@ -1,4 +1,4 @@
-import { SECRET_OPTION } from '../runtime/worker/config.ts';
+import { SECRET_OPTION } from '../runtime/base/config.ts';
 
 export const REDACTED = '***';
 

@@ -1,6 +1,6 @@
-import type { ResolvedWorkerConfig } from '../runtime/worker/config.ts';
+import type { ResolvedWorkerConfig } from '../runtime/base/config.ts';
 import type { InteractiveQueries } from '../runtime/queries/interactive-queries.ts';
-import type { PartitionLag, TopicRecordCount, Transition, TransitionCount, WorkerEvent, WorkerStats } from '../runtime/worker/worker-events.ts';
+import type { PartitionLag, TopicRecordCount, Transition, TransitionCount, WorkerEvent, WorkerStats } from '../runtime/base/worker-events.ts';
 
 // Still exported from here: they are part of the view a worker gives observability.
 export type { PartitionLag, TopicRecordCount };

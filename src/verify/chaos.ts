@@ -10,7 +10,7 @@ import { endMarkerVisibleMs, LiveOutputReader, type LiveOutputReport } from './l
 import { projectRoot } from '../kafka/paths.ts';
 import { compile } from '../graph/compile.ts';
 import { loadTopology } from '../dsl/load.ts';
-import { CHAOS_PHASES, type ChaosPhase } from '../runtime/worker/faults.ts';
+import { CHAOS_PHASES, type ChaosPhase } from '../runtime/base/faults.ts';
 import { pipelines, type PipelineName } from './pipelines.ts';
 import { prng, produceAll } from './orders-input.ts';
 import { waitCaughtUp } from './progress.ts';

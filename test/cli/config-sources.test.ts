@@ -14,7 +14,7 @@ import {
   resolveRuntimeOptions,
   resolveWorkerConfigInput,
 } from '../../src/cli/config-sources.ts';
-import { ConfigError, workerConfigSchema } from '../../src/runtime/worker/config.ts';
+import { ConfigError, workerConfigSchema } from '../../src/runtime/base/config.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'onceflow-config-'));
 function file(name: string, text: string): string {

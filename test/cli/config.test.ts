@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { Command } from 'commander';
 import { parse } from 'yaml';
 import { registerConfig, renderEffectiveConfig } from '../../src/cli/config.ts';
-import { ConfigError } from '../../src/runtime/worker/config.ts';
+import { ConfigError } from '../../src/runtime/base/config.ts';
 
 const PASSWORD = 'cfg-print-S3cret';
 

@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TopologyBuilder } from '../../src/dsl/builder.ts';
 import { compile } from '../../src/graph/index.ts';
-import { parseWorkerConfig } from '../../src/runtime/worker/config.ts';
-import type { RuntimeContext } from '../../src/runtime/worker/runtime-context.ts';
+import { parseWorkerConfig } from '../../src/runtime/base/config.ts';
+import type { WorkerServices } from '../../src/runtime/base/worker-services.ts';
 import { TaskManager } from '../../src/runtime/task/task-manager.ts';
 import { runtimeTopology } from '../../src/runtime/task/worker-topology.ts';
 import { stringSerde } from '../../src/serdes/index.ts';
@@ -13,7 +13,7 @@ function manager(): TaskManager {
   const table = app.table('customers', { key: stringSerde, value: stringSerde });
   app.stream('orders', { key: stringSerde, value: stringSerde }).join(table, (_k, o, c) => `${o}${c}`, { name: 'enrich', value: stringSerde }).to('out');
   const config = { ...parseWorkerConfig({ bootstrap: 'unused:9092', appId: 'split' }), instanceId: 'a' };
-  const context = { config, stats: {}, emit: () => undefined } as unknown as RuntimeContext;
+  const context = { config, stats: {}, emit: () => undefined } as unknown as WorkerServices;
   return new TaskManager(runtimeTopology(compile(app)), context);
 }
 

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
-import { parseWorkerConfig, transactionalId, type ResolvedWorkerConfig, type WorkerConfigInput } from '../../src/runtime/worker/config.ts';
-import { newWorkerStats, type WorkerEvent, type WorkerStats } from '../../src/runtime/worker/worker-events.ts';
+import { parseWorkerConfig, transactionalId, type ResolvedWorkerConfig, type WorkerConfigInput } from '../../src/runtime/base/config.ts';
+import { newWorkerStats, type WorkerEvent, type WorkerStats } from '../../src/runtime/base/worker-events.ts';
 import type { ObservedWorker } from '../../src/observability/worker-view.ts';
 
 /** A stand-in that emits the real worker's events and holds its stats, for unit tests of what observes it. */

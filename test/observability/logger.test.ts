@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { attachLogging, createLogger, formatPretty, type LogLevel } from '../../src/observability/logger.ts';
-import { parseWorkerConfig, ConfigError } from '../../src/runtime/worker/config.ts';
+import { parseWorkerConfig, ConfigError } from '../../src/runtime/base/config.ts';
 import { FakeWorker } from './fake-worker.ts';
 
 const PASSWORD = 'Sup3r-S3cret-pw!';

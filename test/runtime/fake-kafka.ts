@@ -1,7 +1,7 @@
 import type { KafkaConsumer, LibrdKafkaError, Message, Producer, TopicPartitionOffset } from '@confluentinc/kafka-javascript';
 import type { AdminClient } from '../../src/kafka/admin.ts';
 import { ERR, type RdConfig } from '../../src/kafka/clients.ts';
-import type { ClientSupplier } from '../../src/runtime/worker/client-supplier.ts';
+import type { ClientSupplier } from '../../src/runtime/base/client-supplier.ts';
 import type { IncomingRecord, RecordCollector } from '../../src/core/records.ts';
 import type { RuntimeTask, RuntimeTopology } from '../../src/runtime/task/worker-topology.ts';
 

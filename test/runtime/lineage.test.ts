@@ -4,14 +4,14 @@ import { LINEAGE, parseLineage } from '../../src/core/headers.ts';
 import type { IncomingRecord } from '../../src/core/records.ts';
 import { TopologyBuilder } from '../../src/dsl/builder.ts';
 import { compile } from '../../src/graph/compile.ts';
-import { parseWorkerConfig } from '../../src/runtime/worker/config.ts';
-import { kafkaClients } from '../../src/runtime/worker/client-supplier.ts';
-import { noFaults } from '../../src/runtime/worker/faults.ts';
-import { WorkerRecordCollector } from '../../src/runtime/loop/record-collector.ts';
-import type { RuntimeContext } from '../../src/runtime/worker/runtime-context.ts';
+import { parseWorkerConfig } from '../../src/runtime/base/config.ts';
+import { kafkaClients } from '../../src/runtime/base/client-supplier.ts';
+import { noFaults } from '../../src/runtime/base/faults.ts';
+import { WorkerRecordCollector } from '../../src/runtime/transaction/record-collector.ts';
+import type { WorkerServices } from '../../src/runtime/base/worker-services.ts';
 import { createTask } from '../../src/runtime/task/task.ts';
 import type { TransactionalOutput } from '../../src/runtime/transaction/output.ts';
-import type { WorkerStats } from '../../src/runtime/worker/worker-events.ts';
+import type { WorkerStats } from '../../src/runtime/base/worker-events.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 
 // The lineage headers are what the exactly-once verifier counts records by: a record's own outputs
@@ -40,7 +40,7 @@ function harness() {
   } as unknown as TransactionalOutput;
   const config = { ...parseWorkerConfig({ bootstrap: 'fake:1', appId: 'lineage', instanceId: 'i' }), instanceId: 'i' };
   const stats = {} as WorkerStats;
-  const context: RuntimeContext = { config, transactionalId: 'lineage-i', stats, clients: kafkaClients, faults: noFaults, emit: () => undefined, clientConfig: () => ({}), consumer: () => undefined, step: () => undefined };
+  const context: WorkerServices = { config, transactionalId: 'lineage-i', stats, clients: kafkaClients, faults: noFaults, emit: () => undefined, clientConfig: () => ({}), consumer: () => undefined, step: () => undefined };
   return { produced, collector: new WorkerRecordCollector(context, output, new Set(), new Set(), () => 1) };
 }
 

@@ -4,12 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { IllegalTransitionError } from '../../src/runtime/worker/errors.ts';
-import { noFaults } from '../../src/runtime/worker/faults.ts';
-import { StateMachine } from '../../src/runtime/worker/state-machine.ts';
+import { IllegalTransitionError } from '../../src/runtime/base/errors.ts';
+import { noFaults } from '../../src/runtime/base/faults.ts';
+import { StateMachine } from '../../src/runtime/base/state-machine.ts';
 import { ExactlyOnceOutput } from '../../src/runtime/transaction/exactly-once.ts';
 import { TRANSACTION_TRANSITIONS } from '../../src/runtime/transaction/states.ts';
-import { Worker, type WorkerEvent } from '../../src/runtime/worker/worker.ts';
+import { Worker } from '../../src/runtime/worker/worker.ts';
+import type { WorkerEvent } from '../../src/runtime/base/worker-events.ts';
 import { WORKER_TRANSITIONS } from '../../src/runtime/worker/worker-state.ts';
 import { copyTopology, countingTopology, errors, FakeCluster, type FakeConsumer } from './fake-kafka.ts';
 

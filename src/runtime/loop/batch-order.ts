@@ -1,5 +1,5 @@
 import type { Message } from '@confluentinc/kafka-javascript';
-import { partitionKey } from './partition-progress.ts';
+import { partitionKey } from '../base/partition-progress.ts';
 
 /** The records one fetched batch holds of one partition, in offset order; `next` is the first not yet taken. */
 export interface PartitionRun {

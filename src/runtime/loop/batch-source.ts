@@ -7,11 +7,11 @@ import { packRun } from '../offload/record-transfer.ts';
 import type { TaskManager } from '../task/task-manager.ts';
 import { isEmptyFetch } from '../transaction/kafka-errors.ts';
 import type { TransactionDriver } from '../transaction/driver.ts';
-import type { WorkerEvent, WorkerStats } from '../worker/worker-events.ts';
+import type { WorkerEvent, WorkerStats } from '../base/worker-events.ts';
 import { TimeOrderedBatch } from './batch-order.ts';
 import type { InputSynchronizer } from './input-synchronizer.ts';
-import type { PartitionProgress } from './partition-progress.ts';
-import type { WorkerRecordCollector } from './record-collector.ts';
+import type { PartitionProgress } from '../base/partition-progress.ts';
+import type { WorkerRecordCollector } from '../transaction/record-collector.ts';
 import { Speculation } from './speculation.ts';
 
 /** A partition's records handed to the processing thread, kept to send its outputs with their origins. */

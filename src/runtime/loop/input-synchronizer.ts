@@ -1,5 +1,5 @@
 import type { Message } from '@confluentinc/kafka-javascript';
-import { partitionKey } from './partition-progress.ts';
+import { partitionKey } from '../base/partition-progress.ts';
 
 /**
  * What the synchronizer asks of the worker about an owned source partition.

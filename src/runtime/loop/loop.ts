@@ -1,8 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RecordTooLargeError } from '../../core/record-size.ts';
 import type { ProcessingThread } from '../offload/processing-thread.ts';
-import { describeKafkaError, isKafkaError, isTransientError } from '../transaction/kafka-errors.ts';
-import type { LoopWatch } from '../worker/loop-watch.ts';
+import { describeKafkaError } from '../transaction/kafka-errors.ts';
+import { isKafkaError } from '../../kafka/clients.ts';
+import { isTransient } from '../../core/stage-errors.ts';
+import type { LoopWatch } from './loop-watch.ts';
 import { BatchSource, type BatchSourceParts, type FetchedBatch } from './batch-source.ts';
 import { RecordPath } from './record-path.ts';
 
@@ -79,7 +81,7 @@ export class Loop {
       if (retryTransient) this.transientFailures = 0;
       return true;
     } catch (e) {
-      if (retryTransient && isTransientError(e)) {
+      if (retryTransient && isTransient(e)) {
         // Not the record's fault: drop this attempt whole and read again.
         await transaction.abort(`transient failure, retrying: ${describeKafkaError(e)}`);
         await sleep(Math.min(5_000, 250 * 2 ** Math.min(this.transientFailures++, 5)));

@@ -1,8 +1,8 @@
 import type { LibrdKafkaError } from '@confluentinc/kafka-javascript';
 import { assignmentChanges, committedOffsets, cooperative } from '../../kafka/clients.ts';
 import { parseCommitMetadata } from '../transaction/commit-metadata.ts';
-import { partitionKey, type PartitionProgress, type PartitionRef } from './partition-progress.ts';
-import type { RuntimeContext } from '../worker/runtime-context.ts';
+import { partitionKey, type PartitionProgress, type PartitionRef } from '../base/partition-progress.ts';
+import type { WorkerServices } from '../base/worker-services.ts';
 import type { TaskManager } from '../task/task-manager.ts';
 import { isAssignment } from '../transaction/kafka-errors.ts';
 import type { TransactionDriver } from '../transaction/driver.ts';
@@ -22,7 +22,7 @@ export class RebalanceHandler {
   private readonly queue: RebalanceEvent[] = [];
 
   constructor(
-    private readonly context: RuntimeContext,
+    private readonly services: WorkerServices,
     private readonly tasks: TaskManager,
     private readonly progress: PartitionProgress,
     private readonly transaction: TransactionDriver,
@@ -36,7 +36,7 @@ export class RebalanceHandler {
 
   /** The consumer's rebalance_cb. */
   readonly onRebalance = (err: LibrdKafkaError, assignment: PartitionRef[]): void => {
-    const consumer = this.context.consumer();
+    const consumer = this.services.consumer();
     if (!consumer) return;
     const kind = isAssignment(err) ? 'assign' : 'revoke';
     const partitions = assignment.map((a) => ({ topic: a.topic, partition: a.partition }));
@@ -52,7 +52,7 @@ export class RebalanceHandler {
 
   /** During close there is no open transaction: hand partitions back at once so close does not hang. */
   private handleNow(): void {
-    const consumer = this.context.consumer();
+    const consumer = this.services.consumer();
     if (!consumer) return;
     for (const event of this.queue.splice(0)) {
       try {
@@ -65,16 +65,16 @@ export class RebalanceHandler {
   }
 
   async handle(): Promise<void> {
-    const { stats } = this.context;
+    const { stats } = this.services;
     while (this.queue.length > 0) {
       const event = this.queue.shift();
       if (!event) break;
-      const consumer = this.context.consumer();
+      const consumer = this.services.consumer();
       if (!consumer) return;
       stats.rebalances++;
       const names = event.partitions.map((p) => `${p.topic}-${p.partition}`);
       if (event.kind === 'revoke') {
-        this.context.step('rebalance: revoke');
+        this.services.step('rebalance: revoke');
         if (this.transaction.open) {
           if (event.lost) await this.transaction.abort('partitions lost');
           else await this.transaction.commit();
@@ -86,19 +86,19 @@ export class RebalanceHandler {
           if (closed) await this.tasks.closeTaskState(closed, !event.lost);
         }
         assignmentChanges(consumer).remove(event.partitions);
-        this.context.emit({ type: 'revoked', partitions: names, lost: event.lost });
+        this.services.emit({ type: 'revoked', partitions: names, lost: event.lost });
       } else {
         // Restoring a new task's stores can take seconds: an open transaction would run on into the broker's
         // timeout meanwhile (and be fenced), so what it holds commits first.
-        this.context.step('rebalance: commit before assign');
+        this.services.step('rebalance: commit before assign');
         if (this.transaction.open) await this.transaction.commit();
-        this.context.step('rebalance: committed offsets');
+        this.services.step('rebalance: committed offsets');
         const streamTimes = await this.loadCommitted(event.partitions);
         const fresh = this.tasks.addSources(event.partitions, streamTimes);
-        this.context.step('rebalance: restore');
+        this.services.step('rebalance: restore');
         await this.tasks.restore(fresh, (topic, partition) => this.progress.committed.get(partitionKey(topic, partition)));
         assignmentChanges(consumer).add(event.partitions.map((p) => this.progress.assignAt(p)));
-        this.context.emit({ type: 'assigned', partitions: names });
+        this.services.emit({ type: 'assigned', partitions: names });
       }
       stats.tasks = this.tasks.size;
     }
@@ -107,7 +107,7 @@ export class RebalanceHandler {
   /** Records each partition's committed offset; returns the stream time committed with it, where there is one. */
   private async loadCommitted(partitions: readonly PartitionRef[]): Promise<Map<string, number>> {
     const streamTimes = new Map<string, number>();
-    const consumer = this.context.consumer();
+    const consumer = this.services.consumer();
     if (!consumer || partitions.length === 0) return streamTimes;
     const offsets = await committedOffsets(consumer, [...partitions], 30_000);
     for (const o of offsets) {

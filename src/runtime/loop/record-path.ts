@@ -5,8 +5,8 @@ import type { TaskManager } from '../task/task-manager.ts';
 import type { TransactionDriver } from '../transaction/driver.ts';
 import type { FetchedBatch, OffloadedResults } from './batch-source.ts';
 import { TimeOrderedBatch } from './batch-order.ts';
-import type { PartitionProgress, PartitionRef } from './partition-progress.ts';
-import type { WorkerRecordCollector } from './record-collector.ts';
+import type { PartitionProgress, PartitionRef } from '../base/partition-progress.ts';
+import type { WorkerRecordCollector } from '../transaction/record-collector.ts';
 
 export interface RecordPathParts {
   readonly tasks: TaskManager;

@@ -1,6 +1,6 @@
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
 import type { SynchronizedInputs } from './input-synchronizer.ts';
-import { parsePartitionKey, partitionKey, type PartitionProgress } from './partition-progress.ts';
+import { parsePartitionKey, partitionKey, type PartitionProgress } from '../base/partition-progress.ts';
 import type { TaskManager } from '../task/task-manager.ts';
 import type { RuntimeTask, RuntimeTopology } from '../task/worker-topology.ts';
 

@@ -5,20 +5,20 @@ import { SessionAggregateNode } from './sessions.ts';
 import { AggregateNode, WindowedAggregateNode } from './stateful.ts';
 
 export const AGGREGATE_NODES = {
-  aggregate: ({ ctx, node, storeOf }) => {
+  aggregate: ({ task, node, storeOf }) => {
     const s = storeOf(node.stores[0]!);
     if (s.spec.session) {
-      const n = new SessionAggregateNode(ctx, node, s.store, s.spec);
-      ctx.timeListeners.push(n);
+      const n = new SessionAggregateNode(task, node, s.store, s.spec);
+      task.timeListeners.push(n);
       return n;
     }
     if (s.spec.window) {
-      const n = new WindowedAggregateNode(ctx, node, s.store, s.spec);
-      ctx.timeListeners.push(n);
+      const n = new WindowedAggregateNode(task, node, s.store, s.spec);
+      task.timeListeners.push(n);
       return n;
     }
-    const n = new AggregateNode(ctx, node, s.store, s.spec);
-    if (n.cache) ctx.caching.push(n);
+    const n = new AggregateNode(task, node, s.store, s.spec);
+    if (n.cache) task.caching.push(n);
     return n;
   },
 } satisfies NodeFactories;

@@ -9,21 +9,24 @@ import type { TransactionalStore } from '../../state/transactional.ts';
 import { DeadlineHeap } from '../../state/heap.ts';
 import { mapKey } from '../../state/store.ts';
 import { joinRecordKey, joinRecordValue, splitJoinRecordKey, splitJoinRecordValue } from '../../state/join-window.ts';
-import { StageFailure } from '../task/task-errors.ts';
-import { errorCode, RuntimeNode, type Spec, type Step, type TaskContext } from '../task/task-context.ts';
+import { StageFailure } from './node-errors.ts';
+import { type TaskState } from './task-state.ts';
 import type { NodeFactories, RowReader } from './node-factory.ts';
-import { UnknownGlobalTableError } from '../task/task-errors.ts';
+import { UnknownGlobalTableError } from './node-errors.ts';
+import { errorCode } from '../../core/stage-errors.ts';
+import { RuntimeNode, type Spec } from './runtime-node.ts';
+import type { Step } from './step.ts';
 
 type SideHandler = (key: unknown, value: unknown) => Step;
 
 /** One input of a join: runs with the join's name (its errors and retries are the join's). */
 class JoinInput extends RuntimeNode {
   constructor(
-    ctx: TaskContext,
+    task: TaskState,
     node: CompiledNode,
     private readonly handle: SideHandler,
   ) {
-    super(ctx, node);
+    super(task, node);
   }
 
   protected apply(key: unknown, value: unknown): Step {
@@ -35,9 +38,9 @@ abstract class JoinNode extends RuntimeNode {
   readonly #inputs = new Map<string, JoinInput>();
 
   /** Parent names in order (the compiled node's): index 0 is the left side. */
-  protected constructor(ctx: TaskContext, node: CompiledNode, handlers: readonly SideHandler[]) {
-    super(ctx, node);
-    node.parents.forEach((parent, i) => this.#inputs.set(parent, new JoinInput(ctx, node, handlers[i]!)));
+  protected constructor(task: TaskState, node: CompiledNode, handlers: readonly SideHandler[]) {
+    super(task, node);
+    node.parents.forEach((parent, i) => this.#inputs.set(parent, new JoinInput(task, node, handlers[i]!)));
   }
 
   /** The inputs' handlers forward through the join itself, to its children. */
@@ -50,7 +53,7 @@ abstract class JoinNode extends RuntimeNode {
 
   /** A stream record found no row: visible per join, since an inner join drops it without a trace. */
   protected countMiss(): void {
-    const misses = this.ctx.joinMisses;
+    const misses = this.task.joinMisses;
     misses.set(this.name, (misses.get(this.name) ?? 0) + 1);
   }
 
@@ -63,13 +66,13 @@ abstract class JoinNode extends RuntimeNode {
 export class StreamTableJoinNode extends JoinNode {
   readonly #mode = (this.node.spec as Spec<'streamTableJoin'>).mode;
 
-  constructor(ctx: TaskContext, node: CompiledNode, table: RowReader) {
-    super(ctx, node, [(key, value) => this.#onRecord(key, value, table), () => undefined]);
+  constructor(task: TaskState, node: CompiledNode, table: RowReader) {
+    super(task, node, [(key, value) => this.#onRecord(key, value, table), () => undefined]);
   }
 
   #onRecord(key: unknown, value: unknown, table: RowReader): Step {
     if (key === null || key === undefined) {
-      this.ctx.metrics.nullKeysDropped++;
+      this.task.metrics.nullKeysDropped++;
       return;
     }
     const row = table.row(key);
@@ -85,8 +88,8 @@ export class StreamTableJoinNode extends JoinNode {
 export class GlobalTableJoinNode extends JoinNode {
   readonly #spec = this.node.spec as Spec<'globalTableJoin'>;
 
-  constructor(ctx: TaskContext, node: CompiledNode, table: RowReader) {
-    super(ctx, node, [(key, value) => this.#onRecord(key, value, table)]);
+  constructor(task: TaskState, node: CompiledNode, table: RowReader) {
+    super(task, node, [(key, value) => this.#onRecord(key, value, table)]);
   }
 
   #onRecord(key: unknown, value: unknown, table: RowReader): Step {
@@ -105,12 +108,12 @@ export class TableTableJoinNode extends JoinNode implements RowReader {
   readonly #mode = (this.node.spec as Spec<'tableTableJoin'>).mode;
 
   constructor(
-    ctx: TaskContext,
+    task: TaskState,
     node: CompiledNode,
     readonly left: RowReader,
     readonly right: RowReader,
   ) {
-    super(ctx, node, [(key, value) => this.#onUpdate(key, value ?? undefined, right.row(key)), (key, value) => this.#onUpdate(key, left.row(key), value ?? undefined)]);
+    super(task, node, [(key, value) => this.#onUpdate(key, value ?? undefined, right.row(key)), (key, value) => this.#onUpdate(key, left.row(key), value ?? undefined)]);
   }
 
   #joined(key: unknown, left: unknown, right: unknown): unknown {
@@ -122,7 +125,7 @@ export class TableTableJoinNode extends JoinNode implements RowReader {
 
   #onUpdate(key: unknown, left: unknown, right: unknown): Step {
     if (key === null || key === undefined) {
-      this.ctx.metrics.nullKeysDropped++;
+      this.task.metrics.nullKeysDropped++;
       return;
     }
     return this.forward(key, this.#joined(key, left, right) ?? null);
@@ -192,8 +195,8 @@ export class StreamStreamJoinNode extends JoinNode {
   #seq = -1;
   #fanout = 0;
 
-  constructor(ctx: TaskContext, node: CompiledNode, stores: readonly [{ store: TransactionalStore; spec: CompiledStore }, { store: TransactionalStore; spec: CompiledStore }]) {
-    super(ctx, node, [(key, value) => this.#onRecord(0, key, value), (key, value) => this.#onRecord(1, key, value)]);
+  constructor(task: TaskState, node: CompiledNode, stores: readonly [{ store: TransactionalStore; spec: CompiledStore }, { store: TransactionalStore; spec: CompiledStore }]) {
+    super(task, node, [(key, value) => this.#onRecord(0, key, value), (key, value) => this.#onRecord(1, key, value)]);
     const { afterMs, beforeMs } = (node.spec as Spec<'streamStreamJoin'>).window;
     this.#sides = [new JoinSide(stores[0].store, stores[0].spec, afterMs, beforeMs), new JoinSide(stores[1].store, stores[1].spec, beforeMs, afterMs)];
   }
@@ -226,18 +229,18 @@ export class StreamStreamJoinNode extends JoinNode {
 
   #onRecord(sideIndex: 0 | 1, key: unknown, value: unknown): Step {
     if (key === null || key === undefined) {
-      this.ctx.metrics.nullKeysDropped++;
+      this.task.metrics.nullKeysDropped++;
       return;
     }
     this.#index();
-    const ts = this.ctx.timestamp;
-    if (ts + this.#spec.window.graceMs < this.ctx.streamTime) {
-      this.ctx.metrics.lateRecordsDropped++;
+    const ts = this.task.timestamp;
+    if (ts + this.#spec.window.graceMs < this.task.streamTime) {
+      this.task.metrics.lateRecordsDropped++;
       return;
     }
-    if (this.#seq === this.ctx.seq) this.#fanout++;
+    if (this.#seq === this.task.seq) this.#fanout++;
     else {
-      this.#seq = this.ctx.seq;
+      this.#seq = this.task.seq;
       this.#fanout = 0;
     }
     const side = this.#sides[sideIndex];
@@ -255,7 +258,7 @@ export class StreamStreamJoinNode extends JoinNode {
     }
     // every joiner call first: a throwing joiner leaves no store write behind for the retry
     const valueBytes = value === null || value === undefined ? null : side.spec.valueSerde.serialize(value, side.valueCtx);
-    const storeKey = joinRecordKey(kb, ts, recordPosition(this.ctx.current), this.#fanout);
+    const storeKey = joinRecordKey(kb, ts, recordPosition(this.task.current), this.#fanout);
     side.store.put(storeKey, joinRecordValue(candidates.length > 0, valueBytes), ts);
     side.index(storeKey);
     this.#deadlines.push(this.#closesAt(sideIndex, ts), { side: sideIndex, storeKey });
@@ -268,7 +271,7 @@ export class StreamStreamJoinNode extends JoinNode {
     const unmatched: { key: unknown; value: unknown; timestamp: number }[] = [];
     try {
       this.#index();
-      const now = this.ctx.streamTime;
+      const now = this.task.streamTime;
       for (let e = this.#deadlines.popDue(now); e !== undefined; e = this.#deadlines.popDue(now)) {
         const { side: sideIndex, storeKey } = e.item;
         const side = this.#sides[sideIndex];
@@ -292,13 +295,13 @@ export class StreamStreamJoinNode extends JoinNode {
 
   /** Each result carries its own timestamp; the record being processed gets its own back after. */
   #emitEach(results: readonly { key: unknown; value: unknown; timestamp: number }[], from: number): Step {
-    const ctx = this.ctx;
-    const timestamp = ctx.timestamp;
+    const task = this.task;
+    const timestamp = task.timestamp;
     for (let i = from; i < results.length; i++) {
       const r = results[i]!;
-      ctx.timestamp = r.timestamp;
+      task.timestamp = r.timestamp;
       const step = this.forward(r.key, r.value);
-      ctx.timestamp = timestamp;
+      task.timestamp = timestamp;
       if (step !== undefined) {
         return step.then(() => this.#emitEach(results, i + 1));
       }
@@ -307,17 +310,17 @@ export class StreamStreamJoinNode extends JoinNode {
 }
 
 export const JOIN_NODES = {
-  streamTableJoin: ({ ctx, node, tableInput }) => new StreamTableJoinNode(ctx, node, tableInput(0)),
-  tableTableJoin: ({ ctx, node, tableInput }) => new TableTableJoinNode(ctx, node, tableInput(0), tableInput(1)),
-  streamStreamJoin: ({ ctx, node, storeOf }) => {
-    const n = new StreamStreamJoinNode(ctx, node, [storeOf(node.stores[0]!), storeOf(node.stores[1]!)]);
-    ctx.timeListeners.push(n);
+  streamTableJoin: ({ task, node, tableInput }) => new StreamTableJoinNode(task, node, tableInput(0)),
+  tableTableJoin: ({ task, node, tableInput }) => new TableTableJoinNode(task, node, tableInput(0), tableInput(1)),
+  streamStreamJoin: ({ task, node, storeOf }) => {
+    const n = new StreamStreamJoinNode(task, node, [storeOf(node.stores[0]!), storeOf(node.stores[1]!)]);
+    task.timeListeners.push(n);
     return n;
   },
-  globalTableJoin: ({ ctx, node }) => {
-    const rows = ctx.env.globalRows?.(node.globalStore!);
+  globalTableJoin: ({ task, node }) => {
+    const rows = task.env.globalRows?.(node.globalStore!);
     if (rows === undefined) throw new UnknownGlobalTableError(node.name, node.globalStore!);
-    return new GlobalTableJoinNode(ctx, node, rows);
+    return new GlobalTableJoinNode(task, node, rows);
   },
   // Never part of a sub-topology: compile keeps global tables out of the tasks.
   globalTable: ({ node }) => {

@@ -1,7 +1,8 @@
 import type { StageKind } from '../../dsl/nodes.ts';
 import type { CompiledNode, CompiledStore } from '../../graph/types.ts';
 import type { TransactionalStore } from '../../state/transactional.ts';
-import type { RuntimeNode, TaskContext } from '../task/task-context.ts';
+import type { TaskState } from './task-state.ts';
+import type { RuntimeNode } from './runtime-node.ts';
 
 /** A table's current rows (the open transaction's writes included), read by a join or a table operation; undefined: no row for the key. */
 export interface RowReader {
@@ -10,7 +11,7 @@ export interface RowReader {
 
 /** What a factory gets to build a task's stage of one compiled node. */
 export interface NodeBuild {
-  readonly ctx: TaskContext;
+  readonly task: TaskState;
   readonly node: CompiledNode;
   /** One of the task's stores, with what was compiled of it. */
   storeOf(name: string): { store: TransactionalStore; spec: CompiledStore };

@@ -6,9 +6,12 @@ import type { ProcessorContext, ProcessorStore, PunctuationSpec } from '../../ds
 import type { CompiledNode, CompiledStore } from '../../graph/types.ts';
 import type { SerdeContext } from '../../serdes/serde.ts';
 import type { TransactionalStore } from '../../state/transactional.ts';
-import { ProcessorWithoutStoreError, StageFailure } from '../task/task-errors.ts';
-import { errorCode, RuntimeNode, type Spec, type Step, type TaskContext } from '../task/task-context.ts';
+import { ProcessorWithoutStoreError, StageFailure } from './node-errors.ts';
+import { type TaskState } from './task-state.ts';
 import type { NodeFactories } from './node-factory.ts';
+import { errorCode } from '../../core/stage-errors.ts';
+import { RuntimeNode, type Spec } from './runtime-node.ts';
+import type { Step } from './step.ts';
 
 type AnyContext = ProcessorContext<unknown, unknown, unknown, unknown>;
 
@@ -47,16 +50,16 @@ export class ProcessNode extends RuntimeNode {
   #punctuationTime: number | undefined;
   readonly #context: AnyContext;
 
-  constructor(ctx: TaskContext, node: CompiledNode, state: { store: TransactionalStore; spec: CompiledStore } | undefined) {
-    super(ctx, node);
+  constructor(task: TaskState, node: CompiledNode, state: { store: TransactionalStore; spec: CompiledStore } | undefined) {
+    super(task, node);
     const punctuations = this.#spec.punctuations;
     // Stream-time boundaries count from the stream time the task resumes at: replayed records cross the same ones again.
-    const streamStart = (p: PunctuationSpec): number => (Number.isFinite(ctx.streamTime) ? Math.floor(ctx.streamTime / p.everyMs) * p.everyMs : Number.NEGATIVE_INFINITY);
+    const streamStart = (p: PunctuationSpec): number => (Number.isFinite(task.streamTime) ? Math.floor(task.streamTime / p.everyMs) * p.everyMs : Number.NEGATIVE_INFINITY);
     this.#stream = punctuations.filter((p) => p.on === 'stream-time').map((p) => new Schedule(p, streamStart(p)));
-    const now = ctx.env.now();
+    const now = task.env.now();
     this.#wall = punctuations.filter((p) => p.on === 'wall-clock').map((p) => new Schedule(p, Math.floor(now / p.everyMs) * p.everyMs));
     const self = this;
-    const store = state ? storeView(state.store, state.spec, ctx) : undefined;
+    const store = state ? storeView(state.store, state.spec, task) : undefined;
     this.#context = {
       forward: (key, value) => void this.#forwarded.push([key, value]),
       get store(): ProcessorStore<unknown, unknown> {
@@ -64,12 +67,12 @@ export class ProcessNode extends RuntimeNode {
         return store;
       },
       get streamTime() {
-        return ctx.streamTime;
+        return task.streamTime;
       },
       get timestamp() {
-        return self.#punctuationTime ?? ctx.timestamp;
+        return self.#punctuationTime ?? task.timestamp;
       },
-      partition: ctx.partition,
+      partition: task.partition,
     };
   }
 
@@ -115,7 +118,7 @@ export class ProcessNode extends RuntimeNode {
   }
 
   override fireStreamTime(): Step {
-    return this.#runDue(this.#stream, this.ctx.streamTime);
+    return this.#runDue(this.#stream, this.task.streamTime);
   }
 
   /** Whether a wall-clock punctuation is due at `now`. */
@@ -144,7 +147,7 @@ export class ProcessNode extends RuntimeNode {
 }
 
 /** The processor's store, in decoded keys and values. */
-function storeView(store: TransactionalStore, spec: CompiledStore, ctx: TaskContext): ProcessorStore<unknown, unknown> {
+function storeView(store: TransactionalStore, spec: CompiledStore, task: TaskState): ProcessorStore<unknown, unknown> {
   const keyCtx: SerdeContext = { topic: spec.changelogTopic, role: 'key' };
   const valueCtx: SerdeContext = { topic: spec.changelogTopic, role: 'value' };
   const keyBytes = (key: unknown): Buffer => spec.keySerde.serialize(key, keyCtx) ?? Buffer.alloc(0);
@@ -155,11 +158,11 @@ function storeView(store: TransactionalStore, spec: CompiledStore, ctx: TaskCont
     },
     put(key, value) {
       const v = spec.valueSerde.serialize(value, valueCtx);
-      if (v === null) store.delete(keyBytes(key), ctx.timestamp);
-      else store.put(keyBytes(key), v, ctx.timestamp);
+      if (v === null) store.delete(keyBytes(key), task.timestamp);
+      else store.put(keyBytes(key), v, task.timestamp);
     },
     delete(key) {
-      store.delete(keyBytes(key), ctx.timestamp);
+      store.delete(keyBytes(key), task.timestamp);
     },
     entries() {
       return [...store.entries()].map(([k, v]) => [spec.keySerde.deserialize(k, keyCtx), spec.valueSerde.deserialize(v, valueCtx)]);
@@ -168,10 +171,10 @@ function storeView(store: TransactionalStore, spec: CompiledStore, ctx: TaskCont
 }
 
 export const PROCESS_NODES = {
-  process: ({ ctx, node, storeOf }) => {
-    const n = new ProcessNode(ctx, node, node.stores[0] === undefined ? undefined : storeOf(node.stores[0]));
-    if (n.punctuatesOnStreamTime) ctx.timeListeners.push(n);
-    ctx.punctuating.push(n);
+  process: ({ task, node, storeOf }) => {
+    const n = new ProcessNode(task, node, node.stores[0] === undefined ? undefined : storeOf(node.stores[0]));
+    if (n.punctuatesOnStreamTime) task.timeListeners.push(n);
+    task.punctuating.push(n);
     return n;
   },
 } satisfies NodeFactories;

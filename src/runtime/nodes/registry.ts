@@ -4,7 +4,7 @@
 import type { StageKind } from '../../dsl/nodes.ts';
 import type { CompiledNode, CompiledStore } from '../../graph/types.ts';
 import type { TransactionalStore } from '../../state/transactional.ts';
-import type { RuntimeNode, TaskContext } from '../task/task-context.ts';
+import type { TaskState } from './task-state.ts';
 import type { NodeFactory } from './node-factory.ts';
 import { AGGREGATE_NODES } from './aggregates.ts';
 import { JOIN_NODES } from './joins.ts';
@@ -13,13 +13,14 @@ import { DEDUPE_AND_VERSION_NODES } from './stateful.ts';
 import { STATELESS_NODES } from './stateless.ts';
 import { SUPPRESS_NODES } from './suppress.ts';
 import { rowsOf, TABLE_NODES } from './tables.ts';
+import type { RuntimeNode } from './runtime-node.ts';
 
 const FACTORIES = { ...STATELESS_NODES, ...DEDUPE_AND_VERSION_NODES, ...AGGREGATE_NODES, ...TABLE_NODES, ...JOIN_NODES, ...SUPPRESS_NODES, ...PROCESS_NODES } satisfies Record<StageKind, NodeFactory>;
 
 type StoreOf = (name: string) => { store: TransactionalStore; spec: CompiledStore };
 
 /** `nodeOf`: an already created node of the task (a table a join reads); nodes are created parents first. */
-export function createRuntimeNode(ctx: TaskContext, node: CompiledNode, storeOf: StoreOf, nodeOf: (name: string) => RuntimeNode): RuntimeNode {
+export function createRuntimeNode(task: TaskState, node: CompiledNode, storeOf: StoreOf, nodeOf: (name: string) => RuntimeNode): RuntimeNode {
   const factory: NodeFactory = FACTORIES[node.kind];
-  return factory({ ctx, node, storeOf, tableInput: (i) => rowsOf(nodeOf(node.tableInputs![i]!), storeOf) });
+  return factory({ task, node, storeOf, tableInput: (i) => rowsOf(nodeOf(node.tableInputs![i]!), storeOf) });
 }

@@ -7,7 +7,8 @@ import { DeadlineHeap } from '../../state/heap.ts';
 import { mapKey } from '../../state/store.ts';
 import { sessionStoreKey, splitSessionStoreKey } from '../../state/session.ts';
 import { dropLateRecord, StatefulNode } from './stateful.ts';
-import type { Spec, Step } from '../task/task-context.ts';
+import type { Spec } from './runtime-node.ts';
+import type { Step } from './step.ts';
 
 interface Session {
   readonly start: number;
@@ -58,13 +59,13 @@ export class SessionAggregateNode extends StatefulNode {
 
   protected apply(key: unknown, value: unknown): Step {
     if (key === null || key === undefined) {
-      this.ctx.metrics.nullKeysDropped++;
+      this.task.metrics.nullKeysDropped++;
       return;
     }
     this.#index();
-    const t = this.ctx.timestamp;
+    const t = this.task.timestamp;
     const { inactivityGapMs: gap, graceMs } = this.#w;
-    if (t + graceMs < this.ctx.streamTime) {
+    if (t + graceMs < this.task.streamTime) {
       dropLateRecord(this, t + graceMs, this.#w.lateRecords);
       return;
     }

@@ -6,11 +6,14 @@ import type { CompiledNode, CompiledStore } from '../../graph/types.ts';
 import type { TransactionalStore } from '../../state/transactional.ts';
 import { DeadlineHeap } from '../../state/heap.ts';
 import { mapKey } from '../../state/store.ts';
-import { CACHE_ENTRY_OVERHEAD_BYTES, RecordCache, type CachedResult } from '../task/record-cache.ts';
+import { CACHE_ENTRY_OVERHEAD_BYTES, RecordCache, type CachedResult } from './record-cache.ts';
 import { splitWindowStoreKey, windowStartsFor, windowStoreKey } from '../../state/windowed.ts';
-import { StageFailure } from '../task/task-errors.ts';
-import { errorCode, RuntimeNode, type Spec, type Step, TaskContext } from '../task/task-context.ts';
+import { StageFailure } from './node-errors.ts';
+import { TaskState } from './task-state.ts';
 import type { NodeFactories } from './node-factory.ts';
+import { errorCode } from '../../core/stage-errors.ts';
+import { RuntimeNode, type Spec } from './runtime-node.ts';
+import type { Step } from './step.ts';
 
 export abstract class StatefulNode extends RuntimeNode {
   readonly store: TransactionalStore;
@@ -18,8 +21,8 @@ export abstract class StatefulNode extends RuntimeNode {
   readonly keyCtx: SerdeContext;
   readonly valueCtx: SerdeContext;
 
-  constructor(ctx: TaskContext, node: CompiledNode, store: TransactionalStore, storeSpec: CompiledStore) {
-    super(ctx, node);
+  constructor(task: TaskState, node: CompiledNode, store: TransactionalStore, storeSpec: CompiledStore) {
+    super(task, node);
     this.store = store;
     this.storeSpec = storeSpec;
     this.keyCtx = { topic: storeSpec.changelogTopic, role: 'key' };
@@ -38,7 +41,7 @@ export abstract class StatefulNode extends RuntimeNode {
     let pairs: [Windowed<unknown>, unknown][] | undefined;
     try {
       index();
-      const now = this.ctx.streamTime;
+      const now = this.task.streamTime;
       for (let e = due.popDue(now); e !== undefined; e = due.popDue(now)) {
         const stored = this.store.get(e.item);
         if (stored === undefined) continue;
@@ -55,11 +58,11 @@ export abstract class StatefulNode extends RuntimeNode {
 
 /** A record for windows that closed at `closedAt` (stream time): counted, reported, maybe dead-lettered. */
 export function dropLateRecord(node: StatefulNode, closedAt: number, handling: 'drop' | 'dead-letter'): void {
-  const ctx = node.ctx;
-  const now = ctx.streamTime;
-  ctx.metrics.lateRecordsDropped++;
-  ctx.env.onLateRecord?.({ stage: node.name, store: node.storeSpec.name, lateByMs: now - closedAt, record: ctx.current });
-  if (handling === 'dead-letter') ctx.routeToDeadLetter('LATE_RECORD', `record at ${ctx.timestamp} is later than the grace period of every window it belongs to (stream time ${now})`, node.name);
+  const task = node.task;
+  const now = task.streamTime;
+  task.metrics.lateRecordsDropped++;
+  task.env.onLateRecord?.({ stage: node.name, store: node.storeSpec.name, lateByMs: now - closedAt, record: task.current });
+  if (handling === 'dead-letter') task.routeToDeadLetter('LATE_RECORD', `record at ${task.timestamp} is later than the grace period of every window it belongs to (stream time ${now})`, node.name);
 }
 
 export class DedupeNode extends StatefulNode {
@@ -77,7 +80,7 @@ export class DedupeNode extends StatefulNode {
 
   #expire(): void {
     const ttl = this.#spec.ttlMs;
-    const now = this.ctx.streamTime;
+    const now = this.task.streamTime;
     if (!this.#indexed) {
       this.#heap.clear();
       for (const [k, v] of this.store.entries()) this.#heap.push(this.#firstSeen(v) + ttl, k);
@@ -93,11 +96,11 @@ export class DedupeNode extends StatefulNode {
   protected apply(key: unknown, value: unknown): Step {
     const id = String(this.checkSync(this.#spec.fn(key, value)));
     this.#expire();
-    const now = this.ctx.streamTime;
+    const now = this.task.streamTime;
     const kb = Buffer.from(id, 'utf8');
     const seen = this.store.get(kb);
     if (seen !== undefined && this.#firstSeen(seen) + this.#spec.ttlMs > now) {
-      this.ctx.metrics.duplicatesDropped++;
+      this.task.metrics.duplicatesDropped++;
       return;
     }
     this.store.put(kb, Buffer.from(String(now), 'utf8'), now);
@@ -110,24 +113,24 @@ export class LatestByVersionNode extends StatefulNode {
   readonly #fn = (this.node.spec as Spec<'latestByVersion'>).fn;
   protected apply(key: unknown, value: unknown): Step {
     if (key === null || key === undefined) {
-      this.ctx.metrics.nullKeysDropped++;
+      this.task.metrics.nullKeysDropped++;
       return;
     }
     const version = Number(this.checkSync(this.#fn(key, value)));
     const kb = this.keyBytes(key);
     const stored = this.store.get(kb);
     if (stored !== undefined && !(version > (this.storeSpec.valueSerde.deserialize(stored, this.valueCtx) as number))) {
-      this.ctx.metrics.staleVersionsDropped++;
+      this.task.metrics.staleVersionsDropped++;
       return;
     }
-    this.store.put(kb, this.storeSpec.valueSerde.serialize(version, this.valueCtx)!, this.ctx.timestamp);
+    this.store.put(kb, this.storeSpec.valueSerde.serialize(version, this.valueCtx)!, this.task.timestamp);
     return this.forward(key, value);
   }
 }
 
 export class AggregateNode extends StatefulNode {
   readonly #spec = this.node.spec as Spec<'aggregate'>;
-  readonly cache: RecordCache | undefined = this.ctx.env.cache && new RecordCache(this.ctx.env.cache.budget, this.ctx.env.cache.maxRecords);
+  readonly cache: RecordCache | undefined = this.task.env.cache && new RecordCache(this.task.env.cache.budget, this.task.env.cache.maxRecords);
 
   readonly #decode = (bytes: Buffer): unknown => this.storeSpec.valueSerde.deserialize(bytes, this.valueCtx);
 
@@ -140,7 +143,7 @@ export class AggregateNode extends StatefulNode {
 
   protected apply(key: unknown, value: unknown, attempt: number): Step {
     if (key === null || key === undefined) {
-      this.ctx.metrics.nullKeysDropped++;
+      this.task.metrics.nullKeysDropped++;
       return;
     }
     const kb = this.keyBytes(key);
@@ -157,7 +160,7 @@ export class AggregateNode extends StatefulNode {
       const next = this.checkSync(this.#spec.fn(key, value, stored === undefined ? this.#spec.init() : stored));
       const bytes = this.#write(kb, next, next);
       const cost = kb.length + (bytes?.length ?? 0) + CACHE_ENTRY_OVERHEAD_BYTES;
-      this.cache.put(storeKey, { key, storeKey, value: next, record: this.ctx.current, origin: this.ctx.releasedOrigin(), timestamp: this.ctx.timestamp, bytes: cost });
+      this.cache.put(storeKey, { key, storeKey, value: next, record: this.task.current, origin: this.task.releasedOrigin(), timestamp: this.task.timestamp, bytes: cost });
     } catch (e) {
       // The aggregator may have changed the held-back object in place before the record failed: back to the stored bytes.
       const bytes = this.store.get(kb);
@@ -169,9 +172,9 @@ export class AggregateNode extends StatefulNode {
   /** Writes the aggregate's new value (a null encoding deletes it); `decoded` is kept for the next read of the key. */
   #write(kb: Buffer, next: unknown, decoded: unknown): Buffer | null {
     const bytes = this.storeSpec.valueSerde.serialize(next, this.valueCtx);
-    if (bytes === null) this.store.delete(kb, this.ctx.timestamp);
-    else if (decoded === undefined) this.store.put(kb, bytes, this.ctx.timestamp);
-    else this.store.put(kb, bytes, this.ctx.timestamp, decoded);
+    if (bytes === null) this.store.delete(kb, this.task.timestamp);
+    else if (decoded === undefined) this.store.put(kb, bytes, this.task.timestamp);
+    else this.store.put(kb, bytes, this.task.timestamp, decoded);
     return bytes;
   }
 }
@@ -196,15 +199,15 @@ export class WindowedAggregateNode extends StatefulNode {
 
   protected apply(key: unknown, value: unknown): Step {
     if (key === null || key === undefined) {
-      this.ctx.metrics.nullKeysDropped++;
+      this.task.metrics.nullKeysDropped++;
       return;
     }
     this.#index();
     const { sizeMs, graceMs, advanceMs } = this.#w;
-    const starts = windowStartsFor(this.ctx.timestamp, sizeMs, advanceMs, this.#starts);
+    const starts = windowStartsFor(this.task.timestamp, sizeMs, advanceMs, this.#starts);
     const serde = this.storeSpec.valueSerde;
     const kb = this.keyBytes(key);
-    const now = this.ctx.streamTime;
+    const now = this.task.streamTime;
     // compute every window first, so a throwing aggregator leaves nothing half-written for the retry
     const updates: { sk: Buffer; start: number; fresh: boolean; next: unknown }[] = [];
     for (const start of starts) {
@@ -216,15 +219,15 @@ export class WindowedAggregateNode extends StatefulNode {
     }
     if (updates.length === 0) {
       // how far behind the end of the grace period of the last window this record belongs to
-      const lastStart = starts.length > 0 ? Math.max(...starts) : this.ctx.timestamp;
+      const lastStart = starts.length > 0 ? Math.max(...starts) : this.task.timestamp;
       dropLateRecord(this, lastStart + sizeMs + graceMs, this.#w.lateRecords);
       return;
     }
     const pairs: [Windowed<unknown>, unknown][] = [];
     for (const u of updates) {
       const bytes = serde.serialize(u.next, this.valueCtx);
-      if (bytes === null) this.store.delete(u.sk, this.ctx.timestamp);
-      else this.store.put(u.sk, bytes, this.ctx.timestamp);
+      if (bytes === null) this.store.delete(u.sk, this.task.timestamp);
+      else this.store.put(u.sk, bytes, this.task.timestamp);
       if (u.fresh) this.#heap.push(u.start + sizeMs + graceMs, u.sk);
       if (!this.#w.emitFinal) pairs.push([{ key, start: u.start, end: u.start + sizeMs }, u.next]);
     }
@@ -248,12 +251,12 @@ export class WindowedAggregateNode extends StatefulNode {
 
 
 export const DEDUPE_AND_VERSION_NODES = {
-  dedupe: ({ ctx, node, storeOf }) => {
+  dedupe: ({ task, node, storeOf }) => {
     const s = storeOf(node.stores[0]!);
-    return new DedupeNode(ctx, node, s.store, s.spec);
+    return new DedupeNode(task, node, s.store, s.spec);
   },
-  latestByVersion: ({ ctx, node, storeOf }) => {
+  latestByVersion: ({ task, node, storeOf }) => {
     const s = storeOf(node.stores[0]!);
-    return new LatestByVersionNode(ctx, node, s.store, s.spec);
+    return new LatestByVersionNode(task, node, s.store, s.spec);
   },
 } satisfies NodeFactories;

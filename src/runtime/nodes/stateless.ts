@@ -4,12 +4,14 @@ import type { Serde, SerdeContext } from '../../serdes/serde.ts';
 import type { EffectContext } from '../../dsl/types.ts';
 import type { CompiledNode } from '../../graph/types.ts';
 import type { IncomingRecord } from '../../core/records.ts';
-import { RetriableError } from '../../core/stage-errors.ts';
-import { StageFailure } from '../task/task-errors.ts';
+import { isTransient } from '../../core/stage-errors.ts';
+import { StageFailure } from './node-errors.ts';
 import { checkRecordSize } from '../../core/record-size.ts';
 import { toHeaderList, type HeadersUpdate } from '../../dsl/headers.ts';
-import { isThenable, isTransient, RuntimeNode, type Spec, type Step, TaskContext } from '../task/task-context.ts';
+import { TaskState } from './task-state.ts';
 import type { NodeFactories } from './node-factory.ts';
+import { type Step, isThenable } from './step.ts';
+import { RuntimeNode, type Spec } from './runtime-node.ts';
 
 export class SourceNode extends RuntimeNode {
   readonly #keySerde: Serde<unknown>;
@@ -20,8 +22,8 @@ export class SourceNode extends RuntimeNode {
   /** A table's source: a null value is a tombstone, not something to decode. */
   readonly #tombstones: boolean;
 
-  constructor(ctx: TaskContext, node: CompiledNode) {
-    super(ctx, node);
+  constructor(task: TaskState, node: CompiledNode) {
+    super(task, node);
     this.#keySerde = node.keySerde!;
     this.#valueSerde = node.valueSerde!;
     this.#keyCtx = { topic: node.topic!, role: 'key' };
@@ -32,7 +34,7 @@ export class SourceNode extends RuntimeNode {
   }
 
   protected apply(): Step {
-    const rec = this.ctx.current;
+    const rec = this.task.current;
     const kr = this.#keySerde.resolve?.(rec.key, this.#keyCtx) ?? null;
     const vr = this.#valueSerde.resolve?.(rec.value, this.#valueCtx) ?? null;
     if (kr === null && vr === null) return this.decode(rec);
@@ -46,7 +48,7 @@ export class SourceNode extends RuntimeNode {
       key = this.#keySerde.deserialize(rec.key, this.#keyCtx);
       value = rec.value === null && this.#tombstones ? null : this.#valueSerde.deserialize(rec.value, this.#valueCtx);
     } catch (e) {
-      if (e instanceof RetriableError || isTransient(e)) throw e;
+      if (isTransient(e)) throw e;
       // A serde's own code (WIRE_MAGIC_BYTE, JSON_INVALID, ...) says more than a generic one.
       throw new StageFailure(this.name, e, 1, e instanceof OnceflowError ? e.code : 'DESERIALIZATION_FAILED');
     }
@@ -58,7 +60,7 @@ export class SourceNode extends RuntimeNode {
         throw new StageFailure(this.name, e, 1, 'TIMESTAMP_EXTRACTION_FAILED');
       }
     }
-    const r = this.ctx.observe(ts);
+    const r = this.task.observe(ts);
     if (r === undefined) return this.forward(key, value);
     return r.then(() => this.forward(key, value));
   }
@@ -67,7 +69,7 @@ export class SourceNode extends RuntimeNode {
 export class FilterNode extends RuntimeNode {
   readonly #spec = this.node.spec as Spec<'filter'>;
   protected apply(key: unknown, value: unknown): Step {
-    const keep = this.checkSync(this.#spec.fn(key, value, this.ctx.record));
+    const keep = this.checkSync(this.#spec.fn(key, value, this.task.record));
     if (Boolean(keep) !== this.#spec.negate) return this.forward(key, value);
   }
 }
@@ -75,7 +77,7 @@ export class FilterNode extends RuntimeNode {
 export class MapNode extends RuntimeNode {
   readonly #fn = (this.node.spec as Spec<'map'>).fn;
   protected apply(key: unknown, value: unknown): Step {
-    const kv = this.checkSync(this.#fn(key, value, this.ctx.record)) as readonly [unknown, unknown];
+    const kv = this.checkSync(this.#fn(key, value, this.task.record)) as readonly [unknown, unknown];
     return this.forward(kv[0], kv[1]);
   }
 }
@@ -83,21 +85,21 @@ export class MapNode extends RuntimeNode {
 export class MapValuesNode extends RuntimeNode {
   readonly #fn = (this.node.spec as Spec<'mapValues'>).fn;
   protected apply(key: unknown, value: unknown): Step {
-    return this.forward(key, this.checkSync(this.#fn(value, this.ctx.record)));
+    return this.forward(key, this.checkSync(this.#fn(value, this.task.record)));
   }
 }
 
 export class SelectKeyNode extends RuntimeNode {
   readonly #fn = (this.node.spec as Spec<'selectKey' | 'groupBy'>).fn;
   protected apply(key: unknown, value: unknown): Step {
-    return this.forward(this.checkSync(this.#fn(key, value, this.ctx.record)), value);
+    return this.forward(this.checkSync(this.#fn(key, value, this.task.record)), value);
   }
 }
 
 export class FlatMapNode extends RuntimeNode {
   readonly #fn = (this.node.spec as Spec<'flatMap'>).fn;
   protected apply(key: unknown, value: unknown): Step {
-    const it = this.checkSync(this.#fn(key, value, this.ctx.record)) as Iterable<readonly [unknown, unknown]>;
+    const it = this.checkSync(this.#fn(key, value, this.task.record)) as Iterable<readonly [unknown, unknown]>;
     return this.forwardPairs(Array.isArray(it) ? it : [...it], 0);
   }
 }
@@ -105,7 +107,7 @@ export class FlatMapNode extends RuntimeNode {
 export class FlatMapValuesNode extends RuntimeNode {
   readonly #fn = (this.node.spec as Spec<'flatMapValues'>).fn;
   protected apply(key: unknown, value: unknown): Step {
-    const it = this.checkSync(this.#fn(value, this.ctx.record)) as Iterable<unknown>;
+    const it = this.checkSync(this.#fn(value, this.task.record)) as Iterable<unknown>;
     return this.forwardValues(key, Array.isArray(it) ? it : [...it], 0);
   }
 }
@@ -119,7 +121,7 @@ export class PassThroughNode extends RuntimeNode {
 export class PeekNode extends RuntimeNode {
   readonly #fn = (this.node.spec as Spec<'peek'>).fn;
   protected apply(key: unknown, value: unknown): Step {
-    this.checkSync(this.#fn(key, value, this.ctx.record));
+    this.checkSync(this.#fn(key, value, this.task.record));
     return this.forward(key, value);
   }
 }
@@ -128,7 +130,7 @@ export class PeekNode extends RuntimeNode {
 export class ForeachNode extends RuntimeNode {
   readonly #fn = (this.node.spec as Spec<'foreach'>).fn;
   protected apply(key: unknown, value: unknown): Step {
-    this.checkSync(this.#fn(key, value, this.ctx.record));
+    this.checkSync(this.#fn(key, value, this.task.record));
   }
 }
 
@@ -136,22 +138,22 @@ export class ForeachNode extends RuntimeNode {
 export class SetHeadersNode extends RuntimeNode {
   readonly #fn = (this.node.spec as Spec<'setHeaders'>).fn;
   protected apply(key: unknown, value: unknown): Step {
-    const ctx = this.ctx;
-    const before = ctx.headers;
-    ctx.headers = toHeaderList(this.checkSync(this.#fn(key, value, ctx.record)) as HeadersUpdate);
+    const task = this.task;
+    const before = task.headers;
+    task.headers = toHeaderList(this.checkSync(this.#fn(key, value, task.record)) as HeadersUpdate);
     let r: Step;
     try {
       r = this.forward(key, value);
     } catch (e) {
-      ctx.headers = before;
+      task.headers = before;
       throw e;
     }
     if (r === undefined) {
-      ctx.headers = before;
+      task.headers = before;
       return;
     }
     return r.finally(() => {
-      ctx.headers = before;
+      task.headers = before;
     });
   }
 }
@@ -162,7 +164,7 @@ export class BranchNode extends RuntimeNode {
   protected apply(key: unknown, value: unknown): Step {
     const bs = this.#branches;
     for (let i = 0; i < bs.length; i++) {
-      if (this.checkSync(bs[i]!.fn(key, value, this.ctx.record))) return this.children[i]!.run(key, value);
+      if (this.checkSync(bs[i]!.fn(key, value, this.task.record))) return this.children[i]!.run(key, value);
     }
   }
 }
@@ -176,16 +178,16 @@ export class SinkNode extends RuntimeNode {
   protected apply(key: unknown, value: unknown): Step {
     const k = this.#keySerde.serialize(key, this.#keyCtx);
     const v = this.#valueSerde.serialize(value, this.#valueCtx);
-    const headers = this.ctx.headers;
-    checkRecordSize(this.#topic, k, v, headers, this.ctx.env.recordLimits);
-    this.ctx.out.push(headers.length > 0 ? { topic: this.#topic, key: k, value: v, timestamp: this.ctx.timestamp, headers } : { topic: this.#topic, key: k, value: v, timestamp: this.ctx.timestamp });
+    const headers = this.task.headers;
+    checkRecordSize(this.#topic, k, v, headers, this.task.env.recordLimits);
+    this.task.out.push(headers.length > 0 ? { topic: this.#topic, key: k, value: v, timestamp: this.task.timestamp, headers } : { topic: this.#topic, key: k, value: v, timestamp: this.task.timestamp });
   }
 }
 
 export class DeadLetterNode extends RuntimeNode {
   readonly #reason = (this.node.spec as Spec<'deadLetter'>).reason ?? 'routed to the dead-letter topic by toDeadLetter';
   protected apply(): Step {
-    this.ctx.routeToDeadLetter('ROUTED_TO_DEAD_LETTER', this.#reason, this.name);
+    this.task.routeToDeadLetter('ROUTED_TO_DEAD_LETTER', this.#reason, this.name);
   }
 }
 
@@ -194,11 +196,11 @@ export class EffectNode extends RuntimeNode {
   #seq = -1;
   #fanout = 0;
   protected apply(key: unknown, value: unknown, attempt: number): Step {
-    const rec = this.ctx.current;
+    const rec = this.task.current;
     if (attempt === 1) {
-      if (this.#seq === this.ctx.seq) this.#fanout++;
+      if (this.#seq === this.task.seq) this.#fanout++;
       else {
-        this.#seq = this.ctx.seq;
+        this.#seq = this.task.seq;
         this.#fanout = 0;
       }
     }
@@ -209,7 +211,7 @@ export class EffectNode extends RuntimeNode {
       idempotencyKey = rec.index === undefined ? `${rec.topic}-${rec.partition}-${rec.offset}` : `${rec.topic}-${rec.partition}-${rec.offset}.${rec.index}`;
       if (this.#fanout > 0) idempotencyKey += `#${this.#fanout}`;
     }
-    const ectx: EffectContext<unknown> = { idempotencyKey, key, topic: rec.topic, partition: rec.partition, offset: rec.offset, timestamp: this.ctx.timestamp, attempt, headers: this.ctx.record.headers };
+    const ectx: EffectContext<unknown> = { idempotencyKey, key, topic: rec.topic, partition: rec.partition, offset: rec.offset, timestamp: this.task.timestamp, attempt, headers: this.task.record.headers };
     const p = this.#spec.fn(key, value, ectx);
     if (!isThenable(p)) return this.forward(key, value);
     return Promise.resolve(p).then(() => this.forward(key, value));
@@ -218,24 +220,24 @@ export class EffectNode extends RuntimeNode {
 
 
 export const STATELESS_NODES = {
-  source: ({ ctx, node }) => new SourceNode(ctx, node),
-  repartitionSource: ({ ctx, node }) => new SourceNode(ctx, node),
-  filter: ({ ctx, node }) => new FilterNode(ctx, node),
-  map: ({ ctx, node }) => new MapNode(ctx, node),
-  mapValues: ({ ctx, node }) => new MapValuesNode(ctx, node),
-  flatMap: ({ ctx, node }) => new FlatMapNode(ctx, node),
-  flatMapValues: ({ ctx, node }) => new FlatMapValuesNode(ctx, node),
-  selectKey: ({ ctx, node }) => new SelectKeyNode(ctx, node),
-  groupBy: ({ ctx, node }) => new SelectKeyNode(ctx, node),
-  branch: ({ ctx, node }) => new BranchNode(ctx, node),
-  branchChild: ({ ctx, node }) => new PassThroughNode(ctx, node),
-  merge: ({ ctx, node }) => new PassThroughNode(ctx, node),
-  toStream: ({ ctx, node }) => new PassThroughNode(ctx, node),
-  peek: ({ ctx, node }) => new PeekNode(ctx, node),
-  foreach: ({ ctx, node }) => new ForeachNode(ctx, node),
-  setHeaders: ({ ctx, node }) => new SetHeadersNode(ctx, node),
-  sink: ({ ctx, node }) => new SinkNode(ctx, node),
-  repartitionSink: ({ ctx, node }) => new SinkNode(ctx, node),
-  deadLetter: ({ ctx, node }) => new DeadLetterNode(ctx, node),
-  effect: ({ ctx, node }) => new EffectNode(ctx, node),
+  source: ({ task, node }) => new SourceNode(task, node),
+  repartitionSource: ({ task, node }) => new SourceNode(task, node),
+  filter: ({ task, node }) => new FilterNode(task, node),
+  map: ({ task, node }) => new MapNode(task, node),
+  mapValues: ({ task, node }) => new MapValuesNode(task, node),
+  flatMap: ({ task, node }) => new FlatMapNode(task, node),
+  flatMapValues: ({ task, node }) => new FlatMapValuesNode(task, node),
+  selectKey: ({ task, node }) => new SelectKeyNode(task, node),
+  groupBy: ({ task, node }) => new SelectKeyNode(task, node),
+  branch: ({ task, node }) => new BranchNode(task, node),
+  branchChild: ({ task, node }) => new PassThroughNode(task, node),
+  merge: ({ task, node }) => new PassThroughNode(task, node),
+  toStream: ({ task, node }) => new PassThroughNode(task, node),
+  peek: ({ task, node }) => new PeekNode(task, node),
+  foreach: ({ task, node }) => new ForeachNode(task, node),
+  setHeaders: ({ task, node }) => new SetHeadersNode(task, node),
+  sink: ({ task, node }) => new SinkNode(task, node),
+  repartitionSink: ({ task, node }) => new SinkNode(task, node),
+  deadLetter: ({ task, node }) => new DeadLetterNode(task, node),
+  effect: ({ task, node }) => new EffectNode(task, node),
 } satisfies NodeFactories;

@@ -6,9 +6,11 @@ import { sessionCloseTime } from '../../dsl/session-windows.ts';
 import type { SuppressSpec } from '../../dsl/suppress.ts';
 import { DeadlineHeap } from '../../state/heap.ts';
 import { StatefulNode } from './stateful.ts';
-import { StageFailure, SuppressionBufferFullError } from '../task/task-errors.ts';
-import { errorCode, type Spec, type Step } from '../task/task-context.ts';
+import { StageFailure, SuppressionBufferFullError } from './node-errors.ts';
 import type { NodeFactories } from './node-factory.ts';
+import { errorCode } from '../../core/stage-errors.ts';
+import type { Spec } from './runtime-node.ts';
+import type { Step } from './step.ts';
 
 /** Buffer values: `<due: int64 BE><1: a value follows | 0: a delete><value bytes>`. */
 const HEADER_BYTES = 9;
@@ -57,7 +59,7 @@ export class SuppressNode extends StatefulNode {
 
   /** When an update of `key` (first held back at `timestamp`) may go. */
   #dueOf(key: unknown): number {
-    if (this.#s.until === 'time-limit') return this.ctx.timestamp + this.#s.timeLimitMs;
+    if (this.#s.until === 'time-limit') return this.task.timestamp + this.#s.timeLimitMs;
     const w = this.#spec.window!;
     const end = (key as Windowed<unknown>).end;
     return w.type === 'session' ? sessionCloseTime(end, w) : end + w.graceMs;
@@ -73,7 +75,7 @@ export class SuppressNode extends StatefulNode {
       return;
     }
     const due = prev === undefined ? this.#dueOf(key) : decodeHeld(prev).due;
-    if (due <= this.ctx.streamTime) {
+    if (due <= this.task.streamTime) {
       if (prev !== undefined) this.#drop(kb, prev);
       return this.forward(key, value);
     }
@@ -87,7 +89,7 @@ export class SuppressNode extends StatefulNode {
       }
       early = this.#takeFirstDue();
     }
-    this.store.put(kb, held, this.ctx.timestamp);
+    this.store.put(kb, held, this.task.timestamp);
     if (prev === undefined) {
       this.#due.push(due, kb);
       this.#held++;
@@ -97,7 +99,7 @@ export class SuppressNode extends StatefulNode {
   }
 
   #drop(kb: Buffer, held: Buffer): void {
-    this.store.delete(kb, this.ctx.timestamp);
+    this.store.delete(kb, this.task.timestamp);
     this.#held--;
     this.#bytes -= kb.length + held.length;
   }
@@ -122,7 +124,7 @@ export class SuppressNode extends StatefulNode {
     let pairs: [unknown, unknown][] | undefined;
     try {
       this.#index();
-      const now = this.ctx.streamTime;
+      const now = this.task.streamTime;
       for (let e = this.#due.popDue(now); e !== undefined; e = this.#due.popDue(now)) {
         const held = this.store.get(e.item);
         if (held === undefined || decodeHeld(held).due !== e.at) continue;
@@ -136,10 +138,10 @@ export class SuppressNode extends StatefulNode {
 }
 
 export const SUPPRESS_NODES = {
-  suppress: ({ ctx, node, storeOf }) => {
+  suppress: ({ task, node, storeOf }) => {
     const s = storeOf(node.stores[0]!);
-    const n = new SuppressNode(ctx, node, s.store, s.spec);
-    ctx.timeListeners.push(n);
+    const n = new SuppressNode(task, node, s.store, s.spec);
+    task.timeListeners.push(n);
     return n;
   },
 } satisfies NodeFactories;

@@ -4,8 +4,9 @@
 import type { CompiledNode, CompiledStore } from '../../graph/types.ts';
 import type { TransactionalStore } from '../../state/transactional.ts';
 import { StatefulNode } from './stateful.ts';
-import { RuntimeNode, type Spec, type Step } from '../task/task-context.ts';
 import type { NodeFactories, RowReader } from './node-factory.ts';
+import { RuntimeNode, type Spec } from './runtime-node.ts';
+import type { Step } from './step.ts';
 
 export function isRowReader(node: RuntimeNode): node is RuntimeNode & RowReader {
   return typeof (node as Partial<RowReader>).row === 'function';
@@ -55,16 +56,16 @@ export class ToTableNode extends StatefulNode implements RowReader {
 
   protected apply(key: unknown, value: unknown): Step {
     if (key === null || key === undefined) {
-      this.ctx.metrics.nullKeysDropped++;
+      this.task.metrics.nullKeysDropped++;
       return;
     }
     const kb = this.keyBytes(key);
     const bytes = value === null || value === undefined ? null : this.storeSpec.valueSerde.serialize(value, this.valueCtx);
     if (bytes === null) {
-      this.store.delete(kb, this.ctx.timestamp);
+      this.store.delete(kb, this.task.timestamp);
       return this.forward(key, null);
     }
-    this.store.put(kb, bytes, this.ctx.timestamp);
+    this.store.put(kb, bytes, this.task.timestamp);
     return this.forward(key, value);
   }
 }
@@ -74,11 +75,11 @@ export class TableFilterNode extends RuntimeNode implements RowReader {
   readonly #spec = this.node.spec as Spec<'tableFilter'>;
 
   constructor(
-    ctx: ConstructorParameters<typeof RuntimeNode>[0],
+    task: ConstructorParameters<typeof RuntimeNode>[0],
     node: CompiledNode,
     readonly input: RowReader,
   ) {
-    super(ctx, node);
+    super(task, node);
   }
 
   #keeps(key: unknown, value: unknown): boolean {
@@ -101,11 +102,11 @@ export class TableMapValuesNode extends RuntimeNode implements RowReader {
   readonly #fn = (this.node.spec as Spec<'tableMapValues'>).fn;
 
   constructor(
-    ctx: ConstructorParameters<typeof RuntimeNode>[0],
+    task: ConstructorParameters<typeof RuntimeNode>[0],
     node: CompiledNode,
     readonly input: RowReader,
   ) {
-    super(ctx, node);
+    super(task, node);
   }
 
   row(key: unknown): unknown {
@@ -120,10 +121,10 @@ export class TableMapValuesNode extends RuntimeNode implements RowReader {
 }
 
 export const TABLE_NODES = {
-  toTable: ({ ctx, node, storeOf }) => {
+  toTable: ({ task, node, storeOf }) => {
     const s = storeOf(node.stores[0]!);
-    return new ToTableNode(ctx, node, s.store, s.spec);
+    return new ToTableNode(task, node, s.store, s.spec);
   },
-  tableFilter: ({ ctx, node, tableInput }) => new TableFilterNode(ctx, node, tableInput(0)),
-  tableMapValues: ({ ctx, node, tableInput }) => new TableMapValuesNode(ctx, node, tableInput(0)),
+  tableFilter: ({ task, node, tableInput }) => new TableFilterNode(task, node, tableInput(0)),
+  tableMapValues: ({ task, node, tableInput }) => new TableMapValuesNode(task, node, tableInput(0)),
 } satisfies NodeFactories;

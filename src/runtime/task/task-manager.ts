@@ -1,16 +1,16 @@
-import type { LateRecord } from './task-context.ts';
+import type { LateRecord } from '../nodes/task-state.ts';
 import { join } from 'node:path';
-import { CacheBudget } from './record-cache.ts';
+import { CacheBudget } from '../nodes/record-cache.ts';
 import { watermarks } from '../../kafka/clients.ts';
 import type { ChangelogOffset, PersistentTaskState } from '../../state/lmdb-store.ts';
-import type { PartitionRef } from '../loop/partition-progress.ts';
-import { partitionKey } from '../loop/partition-progress.ts';
+import type { PartitionRef } from '../base/partition-progress.ts';
+import { partitionKey } from '../base/partition-progress.ts';
 import type { CommitCollector } from '../../core/records.ts';
 import { producerMessageMaxBytes, RecordSizeLimits } from '../../core/record-size.ts';
 import { restoreTasks, type RestoreEnd, type RestoreObserver, type RestoreStart } from './restore.ts';
-import type { RuntimeContext } from '../worker/runtime-context.ts';
+import type { WorkerServices } from '../base/worker-services.ts';
 import { taskId } from './task.ts';
-import { SplitJoinPartitionsError } from '../worker/errors.ts';
+import { SplitJoinPartitionsError } from '../base/errors.ts';
 import { StateCheckpoints } from './state-checkpoints.ts';
 import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
 
@@ -69,24 +69,24 @@ export class TaskManager {
 
   constructor(
     private readonly topology: RuntimeTopology,
-    private readonly context: RuntimeContext,
+    private readonly services: WorkerServices,
     /** The global tables' rows, which global-table joins read. */
     private readonly globalRows?: (store: string) => { row(key: unknown): unknown } | undefined,
   ) {
-    this.recordLimits = new RecordSizeLimits(producerMessageMaxBytes(context.config.kafka));
-    const { cacheMaxBytes, cacheMaxRecords } = context.config;
+    this.recordLimits = new RecordSizeLimits(producerMessageMaxBytes(services.config.kafka));
+    const { cacheMaxBytes, cacheMaxRecords } = services.config;
     this.cache = { budget: new CacheBudget(cacheMaxBytes), ...(cacheMaxRecords !== undefined ? { maxRecords: cacheMaxRecords } : {}) };
     for (const sub of topology.subtopologies) for (const t of sub.sourceTopics) this.subtopologyOf.set(t, sub.id);
     // At least once, changelog records of a rolled-back batch stay behind without being in the store: no running checkpoints.
-    const interval = context.config.guarantee === 'exactly_once' ? context.config.stateCheckpointIntervalMs : 0;
+    const interval = services.config.guarantee === 'exactly_once' ? services.config.stateCheckpointIntervalMs : 0;
     this.checkpoints = new StateCheckpoints(
       interval,
       async (topic, partition) => {
-        const consumer = this.context.consumer();
+        const consumer = this.services.consumer();
         if (!consumer) throw new Error('no consumer');
         return (await watermarks(consumer, topic, partition, 10_000)).high;
       },
-      () => this.context.stats.transactionsCommitted,
+      () => this.services.stats.transactionsCommitted,
     );
   }
 
@@ -96,11 +96,11 @@ export class TaskManager {
   }
 
   readonly onLateRecord = (late: LateRecord): void => {
-    this.context.emit({ type: 'late-record', stage: late.stage, store: late.store, lateByMs: late.lateByMs, topic: late.record.topic, partition: late.record.partition, offset: late.record.offset });
+    this.services.emit({ type: 'late-record', stage: late.stage, store: late.store, lateByMs: late.lateByMs, topic: late.record.topic, partition: late.record.partition, offset: late.record.offset });
   };
 
   async loadStateStore(): Promise<void> {
-    if (this.context.config.stateStore === 'persistent') this.persistentState = (await import('../../state/lmdb-store.ts')).PersistentTaskState;
+    if (this.services.config.stateStore === 'persistent') this.persistentState = (await import('../../state/lmdb-store.ts')).PersistentTaskState;
   }
 
   get size(): number {
@@ -145,7 +145,7 @@ export class TaskManager {
 
   /** `streamTimes`: the stream time committed with each partition's offset, to resume the task from. */
   addSources(partitions: readonly PartitionRef[], streamTimes: ReadonlyMap<string, number>): RuntimeTask[] {
-    const { config } = this.context;
+    const { config } = this.services;
     const fresh: RuntimeTask[] = [];
     for (const p of partitions) {
       const sub = this.subtopologyOf.get(p.topic);
@@ -209,13 +209,13 @@ export class TaskManager {
     for (const task of tasks) this.restoring.set(task, []);
     let records: number;
     try {
-      records = await restoreTasks({ ...this.context.clientConfig(), 'group.id': this.context.config.appId }, tasks, start, (config) => this.context.clients.consumer(config), end, this.restoreObserver);
+      records = await restoreTasks({ ...this.services.clientConfig(), 'group.id': this.services.config.appId }, tasks, start, (config) => this.services.clients.consumer(config), end, this.restoreObserver);
     } finally {
       for (const task of tasks) this.restoring.delete(task);
     }
     for (const task of tasks) this.persistentStates.get(task)?.startProcessing();
-    this.context.stats.restoredRecords += records;
-    this.context.emit({ type: 'restored', records, ms: Date.now() - started, fromCheckpoint });
+    this.services.stats.restoredRecords += records;
+    this.services.emit({ type: 'restored', records, ms: Date.now() - started, fromCheckpoint });
   }
 
   /**
@@ -226,7 +226,7 @@ export class TaskManager {
     const state = this.persistentStates.get(task);
     if (!state) return;
     this.persistentStates.delete(task);
-    const consumer = this.context.consumer();
+    const consumer = this.services.consumer();
     let offsets: ChangelogOffset[] | undefined;
     if (clean && consumer && this.lastTransactionCommitted) {
       try {
@@ -280,7 +280,7 @@ export class TaskManager {
   private countDrops(task: RuntimeTask): void {
     const m = task.metrics;
     if (!m) return;
-    const { stats } = this.context;
+    const { stats } = this.services;
     const seen = this.dropsCounted.get(task) ?? { late: 0, duplicates: 0, stale: 0 };
     stats.lateRecordsDropped += m.lateRecordsDropped - seen.late;
     stats.duplicatesDropped += m.duplicatesDropped - seen.duplicates;

@@ -7,18 +7,20 @@ import { StoreReader } from '../../state/queries.ts';
 import type { Windowed } from '../../dsl/types.ts';
 import { createRuntimeNode } from '../nodes/registry.ts';
 import type { SourceNode } from '../nodes/stateless.ts';
-import { TaskContext, type CachingNode, type RuntimeNode, type Step, type TaskMetrics } from './task-context.ts';
-import { CacheBudget, type CachedResult } from './record-cache.ts';
-import type { PunctuatingNode, RecordCacheOptions, TaskEnvironment } from './task-context.ts';
+import { TaskState, type CachingNode, type TaskMetrics } from '../nodes/task-state.ts';
+import { CacheBudget, type CachedResult } from '../nodes/record-cache.ts';
+import type { PunctuatingNode, RecordCacheOptions, TaskEnvironment } from '../nodes/task-state.ts';
 import { sessionStoreKey, splitSessionStoreKey } from '../../state/session.ts';
 import { heldValue } from '../nodes/suppress.ts';
-import { StageFailure, TaskBusyError, UnknownSourceTopicError, UnknownStoreError, UnknownSubtopologyError } from './task-errors.ts';
+import { TaskBusyError, UnknownSourceTopicError, UnknownStoreError, UnknownSubtopologyError } from './task-errors.ts';
 import { RecordSizeLimits } from '../../core/record-size.ts';
+import type { RuntimeNode } from '../nodes/runtime-node.ts';
+import type { Step } from '../nodes/step.ts';
+import { StageFailure } from '../nodes/node-errors.ts';
 
 /** A task's id: its sub-topology and the partition of its sources it reads (state directories are named after it). */
 export const taskId = (subtopology: number, partition: number): string => `${subtopology}_${partition}`;
 
-export type { Step, TaskMetrics } from './task-context.ts';
 
 export interface TaskOptions {
   /** Committed storage per store; defaults to in-memory maps. */
@@ -69,7 +71,7 @@ export class Task {
   readonly inputTopics: readonly string[];
   /** The changelog partitions to replay through `restore` before the first `process`. */
   readonly changelogs: readonly ChangelogPartition[];
-  readonly #ctx: TaskContext;
+  readonly #state: TaskState;
   readonly #sources = new Map<string, SourceNode>();
   readonly #stores = new Map<string, { store: TransactionalStore; spec: CompiledStore }>();
   readonly #storeList: TransactionalStore[] = [];
@@ -85,7 +87,7 @@ export class Task {
     this.subtopology = sub.id;
     this.partition = partition;
     this.inputTopics = sub.sourceTopics;
-    this.#ctx = new TaskContext(partition, {
+    this.#state = new TaskState(partition, {
       retryPolicyFor: (n) => plan.retryPolicyFor(n),
       unknownErrors: plan.unknownErrors,
       deadLetterTopic: plan.deadLetterTopic,
@@ -97,14 +99,14 @@ export class Task {
       ...(opts.globalRows ? { globalRows: opts.globalRows } : {}),
       onLateRecord: opts.onLateRecord,
     });
-    if (opts.initialStreamTime !== undefined) this.#ctx.streamTime = opts.initialStreamTime;
-    this.#committedStreamTime = this.#ctx.streamTime;
+    if (opts.initialStreamTime !== undefined) this.#state.streamTime = opts.initialStreamTime;
+    this.#committedStreamTime = this.#state.streamTime;
 
     const factory = opts.storeFactory ?? inMemoryStoreFactory;
     for (const name of sub.stores) {
       const spec = plan.stores.get(name)!;
       const committed = factory({ name, kind: spec.kind, subtopology: sub.id, partition });
-      const store = new TransactionalStore(name, spec.changelogTopic, partition, committed, this.#ctx.env.recordLimits);
+      const store = new TransactionalStore(name, spec.changelogTopic, partition, committed, this.#state.env.recordLimits);
       this.#stores.set(name, { store, spec });
       this.#storeList.push(store);
     }
@@ -116,19 +118,19 @@ export class Task {
 
     const rt = new Map<string, RuntimeNode>();
     for (const n of sub.nodes) {
-      const node = createRuntimeNode(this.#ctx, n, (s) => this.#stores.get(s)!, (name) => rt.get(name)!);
+      const node = createRuntimeNode(this.#state, n, (s) => this.#stores.get(s)!, (name) => rt.get(name)!);
       rt.set(n.name, node);
       if (n.kind === 'source' || n.kind === 'repartitionSource') this.#sources.set(n.topic!, node as SourceNode);
       if (n.stores.length > 0) this.#stateful.push(node);
     }
     for (const n of sub.nodes) rt.get(n.name)!.children = n.children.map((c) => rt.get(c)!.inputFrom(n.name));
-    this.#caching = this.#ctx.caching;
-    this.#punctuating = this.#ctx.punctuating;
+    this.#caching = this.#state.caching;
+    this.#punctuating = this.#state.punctuating;
   }
 
   /** No store, record cache or punctuation: nothing a rollback must undo (worker-topology.ts). */
   get stateless(): boolean {
-    return this.#storeList.length === 0 && this.#caching.length === 0 && this.#punctuating.length === 0 && this.#stateful.length === 0 && this.#ctx.timeListeners.length === 0;
+    return this.#storeList.length === 0 && this.#caching.length === 0 && this.#punctuating.length === 0 && this.#stateful.length === 0 && this.#state.timeListeners.length === 0;
   }
 
   /** Whether a processor stage of this task has a punctuation on wall-clock time. */
@@ -147,11 +149,11 @@ export class Task {
    * that record to the dead-letter topic, its writes undone.
    */
   punctuateWallClock(now: number, collector: RecordCollector): Step {
-    const ctx = this.#ctx;
-    if (ctx.busy) throw new TaskBusyError(this.id);
+    const state = this.#state;
+    if (state.busy) throw new TaskBusyError(this.id);
     if (!this.wallClockDue(now)) return;
-    ctx.begin({ topic: `${this.id}-wall-clock`, partition: this.partition, offset: now, key: null, value: null, timestamp: now, headers: [] });
-    ctx.seq++;
+    state.begin({ topic: `${this.id}-wall-clock`, partition: this.partition, offset: now, key: null, value: null, timestamp: now, headers: [] });
+    state.seq++;
     const run = (from: number): Step => {
       for (let i = from; i < this.#punctuating.length; i++) {
         const r = this.#punctuating[i]!.punctuateWallClock(now);
@@ -163,7 +165,7 @@ export class Task {
 
   /** A run with no input record behind it (stream time moved, a punctuation): its outputs go on success, `failed` handles an error. */
   #runWithoutInput(run: () => Step, collector: RecordCollector, failed: (e: unknown) => void): Step {
-    const ctx = this.#ctx;
+    const state = this.#state;
     let r: Step;
     try {
       r = run();
@@ -171,30 +173,30 @@ export class Task {
       return failed(e);
     }
     if (r === undefined) return this.#release(collector, undefined);
-    ctx.busy = true;
+    state.busy = true;
     return r.then(
       () => {
-        ctx.busy = false;
+        state.busy = false;
         this.#release(collector, undefined);
       },
       (e: unknown) => {
-        ctx.busy = false;
+        state.busy = false;
         failed(e);
       },
     );
   }
 
   get joinMisses(): ReadonlyMap<string, number> {
-    return this.#ctx.joinMisses;
+    return this.#state.joinMisses;
   }
 
   get metrics(): Readonly<TaskMetrics> {
-    return this.#ctx.metrics;
+    return this.#state.metrics;
   }
 
   /** The largest event time seen (never moves back); -Infinity before the first record. */
   get streamTime(): number {
-    return this.#ctx.streamTime;
+    return this.#state.streamTime;
   }
 
   get storeNames(): readonly string[] {
@@ -221,12 +223,12 @@ export class Task {
    * involved.
    */
   process(record: IncomingRecord, collector: RecordCollector): Step {
-    const ctx = this.#ctx;
-    if (ctx.busy) throw new TaskBusyError(this.id);
+    const state = this.#state;
+    if (state.busy) throw new TaskBusyError(this.id);
     const source = this.#sources.get(record.topic);
     if (!source) throw new UnknownSourceTopicError(this.id, record.topic, this.inputTopics);
-    ctx.begin(record);
-    ctx.seq++;
+    state.begin(record);
+    state.seq++;
     let r: Step;
     try {
       r = source.run(undefined, undefined);
@@ -243,15 +245,15 @@ export class Task {
    */
   #settle(r: Step, collector: RecordCollector, origin: IncomingRecord | undefined): Step {
     if (r === undefined) return this.#succeed(collector, origin);
-    const ctx = this.#ctx;
-    ctx.busy = true;
+    const state = this.#state;
+    state.busy = true;
     return r.then(
       () => {
-        ctx.busy = false;
+        state.busy = false;
         return this.#succeed(collector, origin);
       },
       (e: unknown) => {
-        ctx.busy = false;
+        state.busy = false;
         this.#fail(e, collector, origin);
       },
     );
@@ -262,22 +264,22 @@ export class Task {
    * closes windows. Has no input record, so a failure here is thrown rather than dead-lettered.
    */
   advanceStreamTime(timestamp: number, collector: RecordCollector): Step {
-    const ctx = this.#ctx;
-    if (ctx.busy) throw new TaskBusyError(this.id);
-    ctx.begin({ topic: `${this.id}-stream-time`, partition: this.partition, offset: -1, key: null, value: null, timestamp, headers: [] });
-    ctx.seq++;
-    return this.#runWithoutInput(() => ctx.observe(timestamp), collector, (e) => {
+    const state = this.#state;
+    if (state.busy) throw new TaskBusyError(this.id);
+    state.begin({ topic: `${this.id}-stream-time`, partition: this.partition, offset: -1, key: null, value: null, timestamp, headers: [] });
+    state.seq++;
+    return this.#runWithoutInput(() => state.observe(timestamp), collector, (e) => {
       this.#discard();
       throw e;
     });
   }
 
   #release(collector: RecordCollector, origin: IncomingRecord | undefined): void {
-    const out = this.#ctx.out;
+    const out = this.#state.out;
     for (const s of this.#storeList) s.endRecord(true);
     for (const n of this.#caching) n.cache!.endRecord(true);
     for (const n of this.#punctuating) n.endRecord(true);
-    const sentWith = this.#ctx.origin;
+    const sentWith = this.#state.origin;
     if (origin === undefined) for (let i = 0; i < out.length; i++) collector.send(out[i]!, sentWith);
     else for (let i = 0; i < out.length; i++) collector.send({ ...out[i]!, source: origin }, sentWith);
     out.length = 0;
@@ -287,24 +289,24 @@ export class Task {
     for (const s of this.#storeList) s.endRecord(false);
     for (const n of this.#caching) n.cache!.endRecord(false);
     for (const n of this.#punctuating) n.endRecord(false);
-    this.#ctx.out.length = 0;
+    this.#state.out.length = 0;
     for (const n of this.#stateful) n.reset();
   }
 
   #succeed(collector: RecordCollector, origin: IncomingRecord | undefined): Step {
     this.#release(collector, origin);
     if (origin !== undefined) return;
-    this.#ctx.metrics.recordsProcessed++;
+    this.#state.metrics.recordsProcessed++;
     if (this.#caching.length > 0) return this.#drain(this.#pickOverflowing, collector);
   }
 
   #fail(e: unknown, collector: RecordCollector, origin: IncomingRecord | undefined, input = true): void {
     this.#discard();
     if (!(e instanceof StageFailure)) throw e;
-    if (origin === undefined && input) this.#ctx.metrics.recordsProcessed++;
-    this.#ctx.metrics.deadLettered++;
-    const dead = this.#ctx.failureRecord(e);
-    collector.send(origin === undefined ? dead : { ...dead, source: origin }, this.#ctx.origin);
+    if (origin === undefined && input) this.#state.metrics.recordsProcessed++;
+    this.#state.metrics.deadLettered++;
+    const dead = this.#state.failureRecord(e);
+    collector.send(origin === undefined ? dead : { ...dead, source: origin }, this.#state.origin);
   }
 
   /** An overflowing cache's least recently updated result: past its size a cache gives up its coldest key first. */
@@ -336,10 +338,10 @@ export class Task {
    * it dead-letters that record (its store update stays: later updates were built on it).
    */
   #releaseCached(node: CachingNode, result: CachedResult, collector: RecordCollector): Step {
-    const ctx = this.#ctx;
-    ctx.resume(result.origin);
-    ctx.timestamp = result.timestamp;
-    ctx.seq++;
+    const state = this.#state;
+    state.resume(result.origin);
+    state.timestamp = result.timestamp;
+    state.seq++;
     let r: Step;
     try {
       r = node.release(result);
@@ -355,7 +357,7 @@ export class Task {
    * tombstone, to `out.changelog`). Call it before the offsets go into the transaction.
    */
   prepareCommit(out: CommitCollector): Step {
-    if (this.#ctx.busy) throw new TaskBusyError(this.id);
+    if (this.#state.busy) throw new TaskBusyError(this.id);
     if (this.#caching.length === 0) return this.#flushChangelogs(out);
     const r = this.#drain(this.#pickAny, out);
     return r === undefined ? this.#flushChangelogs(out) : r.then(() => this.#flushChangelogs(out));
@@ -369,7 +371,7 @@ export class Task {
   commit(): void {
     for (const s of this.#storeList) s.commit();
     for (const n of this.#punctuating) n.commit();
-    this.#committedStreamTime = this.#ctx.streamTime;
+    this.#committedStreamTime = this.#state.streamTime;
   }
 
   /** The transaction aborted: every store write, held-back result and the stream time go back to the last commit. */
@@ -377,8 +379,8 @@ export class Task {
     for (const s of this.#storeList) s.rollback();
     for (const n of this.#caching) n.cache!.clear();
     for (const n of this.#punctuating) n.rollback();
-    this.#ctx.streamTime = this.#committedStreamTime;
-    this.#ctx.out.length = 0;
+    this.#state.streamTime = this.#committedStreamTime;
+    this.#state.out.length = 0;
     for (const n of this.#stateful) n.reset();
   }
 

@@ -3,7 +3,7 @@ import type { CommitCollector, IncomingRecord, RecordCollector } from '../../cor
 import type { StoreFactory } from '../../state/store.ts';
 import type { CompiledGlobalTable, CompiledStore, TaskPlan } from '../../graph/types.ts';
 import type { StoreReader } from '../../state/queries.ts';
-import type { TaskMetrics } from './task-context.ts';
+import type { TaskMetrics } from '../nodes/task-state.ts';
 import { createTask, type TaskOptions } from './task.ts';
 
 /**

@@ -1,13 +1,13 @@
 import type { TopicPartitionOffset } from '@confluentinc/kafka-javascript';
 import { committedOffsets, seek } from '../../kafka/clients.ts';
 import { formatCommitMetadata } from './commit-metadata.ts';
-import { WorkerError } from '../worker/errors.ts';
-import { stepBackIfNamesakeLive, tooManyFencings, type InstanceGuardOptions } from '../worker/instance-guard.ts';
-import { parsePartitionKey, partitionKey, type PartitionProgress } from '../loop/partition-progress.ts';
+import { WorkerError } from '../base/errors.ts';
+import { stepBackIfNamesakeLive, tooManyFencings, type InstanceGuardOptions } from './instance-guard.ts';
+import { parsePartitionKey, partitionKey, type PartitionProgress } from '../base/partition-progress.ts';
 import { producerMessageMaxBytes, type RecordTooLargeError } from '../../core/record-size.ts';
-import type { WorkerRecordCollector } from '../loop/record-collector.ts';
+import type { WorkerRecordCollector } from './record-collector.ts';
 import { RepartitionPurge } from './repartition-purge.ts';
-import type { RuntimeContext } from '../worker/runtime-context.ts';
+import type { WorkerServices } from '../base/worker-services.ts';
 import type { TaskManager } from '../task/task-manager.ts';
 import { describeKafkaError, isFatalOrFencing, isFencing, recordTooLarge } from './kafka-errors.ts';
 import type { TransactionalOutput, TransactionFailure } from './output.ts';
@@ -30,14 +30,14 @@ export class TransactionDriver {
   private readonly purge: RepartitionPurge;
 
   constructor(
-    private readonly context: RuntimeContext,
+    private readonly services: WorkerServices,
     private readonly output: TransactionalOutput,
     private readonly tasks: TaskManager,
     private readonly progress: PartitionProgress,
     private readonly collector: WorkerRecordCollector,
     private readonly guard: InstanceGuardOptions,
   ) {
-    this.purge = new RepartitionPurge(context, collector.repartitionTopics, (key) => tasks.owns(key));
+    this.purge = new RepartitionPurge(services, collector.repartitionTopics, (key) => tasks.owns(key));
   }
 
   get open(): boolean {
@@ -46,7 +46,7 @@ export class TransactionDriver {
 
   /** The open transaction has run for commitIntervalMs or holds maxRecordsPerTransaction records. */
   due(): boolean {
-    const { config } = this.context;
+    const { config } = this.services;
     return this.output.open && (Date.now() - this.openedAt >= config.commitIntervalMs || this.records >= config.maxRecordsPerTransaction);
   }
 
@@ -58,7 +58,7 @@ export class TransactionDriver {
    * aborted and fenced it, and the same batch failed the same way on every retry.
    */
   mustCommit(unrecorded: number): boolean {
-    const { config } = this.context;
+    const { config } = this.services;
     return this.output.open && (this.records + unrecorded >= config.maxRecordsPerTransaction || Date.now() - this.openedAt >= config.transactionTimeoutMs / 2);
   }
 
@@ -67,7 +67,7 @@ export class TransactionDriver {
     await this.output.begin();
     this.openedAt = Date.now();
     this.records = 0;
-    this.context.faults('before-produce');
+    this.services.faults('before-produce');
   }
 
   /** `count` records of `partition` up to `lastOffset` went through its task: the next offset joins the open transaction. */
@@ -79,11 +79,11 @@ export class TransactionDriver {
   }
 
   async commit(): Promise<void> {
-    const consumer = this.context.consumer();
+    const consumer = this.services.consumer();
     if (!consumer || !this.output.open) return;
     const started = Date.now();
     const records = this.records;
-    this.context.step('commit');
+    this.services.step('commit');
     const outcome = await this.output.commit({ offsets: this.offsetsToCommit(), consumer, prepare: () => this.tasks.prepareCommit(this.collector.commitCollector) });
     if (!outcome.committed) {
       await this.recover(outcome.failure);
@@ -91,8 +91,8 @@ export class TransactionDriver {
     }
     this.markCommitted();
     this.purge.afterCommit(this.progress.committed);
-    if (outcome.announced) this.context.emit({ type: 'committed', records, ms: Date.now() - started });
-    this.context.step('commit: after commit');
+    if (outcome.announced) this.services.emit({ type: 'committed', records, ms: Date.now() - started });
+    this.services.step('commit: after commit');
     await this.tasks.afterCommit();
   }
 
@@ -103,7 +103,7 @@ export class TransactionDriver {
 
   async abort(reason: string): Promise<void> {
     if (this.output.open) {
-      this.context.step('abort');
+      this.services.step('abort');
       const failure = await this.output.abort();
       if (failure) {
         await this.replaceAfterFailure(failure.error);
@@ -120,7 +120,7 @@ export class TransactionDriver {
 
   /** Seeks each unsettled partition to its committed offset; one that cannot be sought now stays unsettled (rule 2). */
   async settlePartitions(): Promise<void> {
-    const consumer = this.context.consumer();
+    const consumer = this.services.consumer();
     if (!consumer) return;
     for (const key of [...this.progress.unsettled]) {
       if (!this.tasks.owns(key)) {
@@ -128,21 +128,21 @@ export class TransactionDriver {
         continue;
       }
       try {
-        this.context.step('seek');
+        this.services.step('seek');
         await seek(consumer, this.progress.rewindTarget(key), 10_000);
         this.progress.settled(key);
       } catch (e) {
         // Retried before the next fetch; until then none of its records is processed. Reported, since a
         // partition whose seek keeps failing makes no progress while the worker otherwise looks alive.
         const { topic, partition } = parsePartitionKey(key);
-        this.context.emit({ type: 'seek-failed', partition: `${topic}-${partition}`, reason: describeKafkaError(e) });
+        this.services.emit({ type: 'seek-failed', partition: `${topic}-${partition}`, reason: describeKafkaError(e) });
       }
     }
   }
 
   private offsetsToCommit(): TopicPartitionOffset[] {
     const at = Date.now();
-    const by = this.context.transactionalId;
+    const by = this.services.transactionalId;
     return [...this.progress.pending].map(([key, o]) => ({ ...o, metadata: formatCommitMetadata({ by, at, streamTime: this.tasks.streamTimeOf(key) }) }));
   }
 
@@ -150,8 +150,8 @@ export class TransactionDriver {
     this.progress.markCommitted();
     this.tasks.committed();
     this.sizeRefusals = 0;
-    this.context.stats.transactionsCommitted++;
-    this.context.stats.lastCommitAt = Date.now();
+    this.services.stats.transactionsCommitted++;
+    this.services.stats.lastCommitAt = Date.now();
   }
 
   private async recover(failure: TransactionFailure): Promise<void> {
@@ -174,8 +174,8 @@ export class TransactionDriver {
   private async rewind(reason: string): Promise<void> {
     this.tasks.rolledBack();
     this.progress.unsettle(this.tasks.ownedPartitions());
-    this.context.stats.transactionsAborted++;
-    this.context.emit({ type: 'aborted', reason });
+    this.services.stats.transactionsAborted++;
+    this.services.emit({ type: 'aborted', reason });
     await this.settlePartitions();
   }
 
@@ -183,18 +183,18 @@ export class TransactionDriver {
   private async replaceAfterFailure(e: unknown): Promise<void> {
     const reason = describeKafkaError(e);
     if (isFatalOrFencing(e)) {
-      this.context.stats.fencings++;
-      this.context.emit({ type: 'fenced', reason });
+      this.services.stats.fencings++;
+      this.services.emit({ type: 'fenced', reason });
       // Before the producer is replaced: a new one would fence the namesake in turn.
-      this.context.step('fenced: namesake check');
+      this.services.step('fenced: namesake check');
       if (isFencing(e)) await stepBackIfNamesakeLive(this.guard, e);
       const now = Date.now();
       this.fencedAt = [...this.fencedAt.filter((t) => now - t < 60_000), now];
       if (this.fencedAt.length >= 4) throw tooManyFencings(this.guard, this.fencedAt.length, e);
     }
-    this.context.step('replace producer');
+    this.services.step('replace producer');
     await this.output.replace();
-    this.context.emit({ type: 'aborted', reason: `producer replaced: ${reason}` });
+    this.services.emit({ type: 'aborted', reason: `producer replaced: ${reason}` });
     await this.resolveAmbiguousCommit();
   }
 
@@ -204,11 +204,11 @@ export class TransactionDriver {
    * read (rules 1 and 5 in partition-progress.ts), whether the transaction landed or not.
    */
   private async resolveAmbiguousCommit(): Promise<void> {
-    const consumer = this.context.consumer();
+    const consumer = this.services.consumer();
     const pending = [...this.progress.pending.values()];
     const owned = [...this.tasks.ownedPartitions()].map(parsePartitionKey);
     let readBack: Awaited<ReturnType<typeof committedOffsets>> | undefined;
-    this.context.step('read back committed offsets');
+    this.services.step('read back committed offsets');
     for (let attempt = 1; consumer && owned.length > 0 && readBack === undefined && attempt <= 3; attempt++) {
       readBack = await committedOffsets(consumer, owned, 30_000).catch(() => undefined);
     }
@@ -239,7 +239,7 @@ export class TransactionDriver {
     if (++this.sizeRefusals < MAX_SIZE_REFUSALS) return;
     const { topic } = refused;
     throw recordTooLargeForTopic(
-      `the broker refused ${this.sizeRefusals} transactions in a row: a record batch for ${topic === undefined ? 'an output topic' : `topic ${topic}`} is over that topic's max.message.bytes (which the worker could not learn at start, or which was lowered since), or a record is over the producer's message.max.bytes (${producerMessageMaxBytes(this.context.config.kafka)}). Nothing of them was committed. Set kafka.message.max.bytes and kafka.batch.size at or below the topic's max.message.bytes (larger records are then dead-lettered as RECORD_TOO_LARGE), or raise the topic's limit`,
+      `the broker refused ${this.sizeRefusals} transactions in a row: a record batch for ${topic === undefined ? 'an output topic' : `topic ${topic}`} is over that topic's max.message.bytes (which the worker could not learn at start, or which was lowered since), or a record is over the producer's message.max.bytes (${producerMessageMaxBytes(this.services.config.kafka)}). Nothing of them was committed. Set kafka.message.max.bytes and kafka.batch.size at or below the topic's max.message.bytes (larger records are then dead-lettered as RECORD_TOO_LARGE), or raise the topic's limit`,
       e,
     );
   }

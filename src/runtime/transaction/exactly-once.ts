@@ -1,7 +1,7 @@
 import type { Producer } from '@confluentinc/kafka-javascript';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { abortTransaction, beginTransaction, commitTransaction, disconnect, initTransactions, sendOffsetsToTransaction, type RdConfig } from '../../kafka/clients.ts';
-import { TransactionCallStuckError, WorkerError } from '../worker/errors.ts';
+import { TransactionCallStuckError, WorkerError } from '../base/errors.ts';
 import { classifyTxnError, isTransactionalIdUnauthorized } from './kafka-errors.ts';
 import { TransactionalOutput, type CommitOutcome, type CommitRequest } from './output.ts';
 

@@ -4,7 +4,6 @@ import { ERR, isKafkaError } from '../../kafka/clients.ts';
 // Every decision the runtime takes on a librdkafka error is made here, so that the loop, the
 // transaction and the rebalance handling cannot disagree on what an error means.
 
-export { isKafkaError };
 
 /**
  * How the worker reacts to a failed transactional call. Decided from librdkafka's own flags and codes:
@@ -30,11 +29,6 @@ export function isFencing(e: unknown): boolean {
 /** Another producer took this transactional id, or the producer cannot go on: it must be replaced. */
 export function isFatalOrFencing(e: unknown): boolean {
   return classifyTxnError(e) === 'fatal' || isFencing(e);
-}
-
-/** Not the record's fault and not Kafka's (e.g. the schema registry is down): a stage flagged it worth another try. */
-export function isTransientError(e: unknown): boolean {
-  return typeof e === 'object' && e !== null && !isKafkaError(e) && ((e as { retriable?: unknown }).retriable === true || (e as { code?: unknown }).code === 'RETRIABLE');
 }
 
 export function isTransactionalIdUnauthorized(e: unknown): boolean {

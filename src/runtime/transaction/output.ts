@@ -1,10 +1,11 @@
 import type { KafkaConsumer, Producer, TopicPartitionOffset } from '@confluentinc/kafka-javascript';
 import { disconnect, type RdConfig } from '../../kafka/clients.ts';
-import type { ClientSupplier } from '../worker/client-supplier.ts';
-import type { FaultHook } from '../worker/faults.ts';
+import type { ClientSupplier } from '../base/client-supplier.ts';
+import type { FaultHook } from '../base/faults.ts';
 import { RECORD_BATCH, RECORD_BATCH_MAX_RECORDS, RECORD_BATCH_TARGET_BYTES, RecordBatchWriter, type BatchedRecord } from '../../core/record-batch.ts';
 import { LINEAGE } from '../../core/headers.ts';
-import { StateMachine, type TransitionCount, type TransitionHook } from '../worker/state-machine.ts';
+import { StateMachine, type TransitionHook } from '../base/state-machine.ts';
+import type { TransitionCount } from '../base/worker-events.ts';
 import { classifyTxnError, isFatalOrFencing } from './kafka-errors.ts';
 import { TRANSACTION_TRANSITIONS, type TransactionState } from './states.ts';
 

@@ -1,7 +1,7 @@
 import { describeKafkaError } from './kafka-errors.ts';
-import { parsePartitionKey } from '../loop/partition-progress.ts';
-import type { RecordDeleter } from '../worker/client-supplier.ts';
-import type { RuntimeContext } from '../worker/runtime-context.ts';
+import { parsePartitionKey } from '../base/partition-progress.ts';
+import type { RecordDeleter } from '../base/client-supplier.ts';
+import type { WorkerServices } from '../base/worker-services.ts';
 
 /**
  * Kafka Streams' repartition purge: repartition topics are never trimmed by time (a backfill's old
@@ -23,7 +23,7 @@ export class RepartitionPurge {
   #deleter: RecordDeleter | undefined;
 
   constructor(
-    private readonly context: Pick<RuntimeContext, 'config' | 'clients' | 'emit'>,
+    private readonly services: Pick<WorkerServices, 'config' | 'clients' | 'emit'>,
     private readonly repartitionTopics: ReadonlySet<string>,
     private readonly owns: (partitionKey: string) => boolean,
     private readonly now: () => number = Date.now,
@@ -34,7 +34,7 @@ export class RepartitionPurge {
   /** A transaction committed; `committed` is the group's committed offset of each partition the worker knows. */
   afterCommit(committed: ReadonlyMap<string, number | undefined>): void {
     if (this.repartitionTopics.size === 0 || this.#inFlight !== undefined) return;
-    if (this.now() - this.#lastAt < this.context.config.repartitionPurgeIntervalMs) return;
+    if (this.now() - this.#lastAt < this.services.config.repartitionPurgeIntervalMs) return;
     const due: { topic: string; partition: number; offset: number; key: string }[] = [];
     for (const [key, offset] of committed) {
       if (offset === undefined || offset <= (this.#purgedBelow.get(key) ?? 0) || !this.owns(key)) continue;
@@ -42,17 +42,17 @@ export class RepartitionPurge {
       if (this.repartitionTopics.has(topic)) due.push({ topic, partition, offset, key });
     }
     if (due.length === 0) return;
-    const { bootstrap, kafka } = this.context.config;
-    this.#deleter ??= this.context.clients.recordDeleter?.(bootstrap, kafka);
+    const { bootstrap, kafka } = this.services.config;
+    this.#deleter ??= this.services.clients.recordDeleter?.(bootstrap, kafka);
     if (this.#deleter === undefined) return;
     this.#lastAt = this.now();
     this.#inFlight = this.#deleter
       .deleteBelow(due.map(({ topic, partition, offset }) => ({ topic, partition, offset })))
       .then(() => {
         for (const d of due) this.#purgedBelow.set(d.key, d.offset);
-        this.context.emit({ type: 'repartition-purged', partitions: due.length });
+        this.services.emit({ type: 'repartition-purged', partitions: due.length });
       })
-      .catch((e: unknown) => this.context.emit({ type: 'repartition-purge-failed', reason: describeKafkaError(e) }))
+      .catch((e: unknown) => this.services.emit({ type: 'repartition-purge-failed', reason: describeKafkaError(e) }))
       .finally(() => {
         this.#inFlight = undefined;
       });

@@ -1,4 +1,4 @@
-import type { TransitionTable } from '../worker/state-machine.ts';
+import type { TransitionTable } from '../base/state-machine.ts';
 
 /**
  * The states of the worker's output producer and the moves between them (KafkaJS's eosManager and

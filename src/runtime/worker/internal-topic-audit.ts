@@ -1,7 +1,7 @@
 import { OnceflowError } from '../../errors.ts';
 import { DATA_SAFETY_SETTINGS } from '../../graph/internal-topic-configs.ts';
-import type { TopicConfigAccess } from './client-supplier.ts';
-import type { WorkerEvent } from './worker-events.ts';
+import type { TopicConfigAccess } from '../base/client-supplier.ts';
+import type { WorkerEvent } from '../base/worker-events.ts';
 import type { RuntimeTopic } from '../task/worker-topology.ts';
 
 /**

@@ -6,10 +6,10 @@ import { producerMessageMaxBytes, RecordSizeLimits } from '../../core/record-siz
 import { ProcessingThread, type ThreadSpawner } from '../offload/processing-thread.ts';
 import type { RuntimeTopology } from '../task/worker-topology.ts';
 import type { TransactionalOutput } from '../transaction/output.ts';
-import type { ClientSupplier } from './client-supplier.ts';
-import type { ResolvedWorkerConfig } from './config.ts';
-import { WorkerError } from './errors.ts';
-import type { WorkerEvent } from './worker-events.ts';
+import type { ClientSupplier } from '../base/client-supplier.ts';
+import type { ResolvedWorkerConfig } from '../base/config.ts';
+import { WorkerError } from '../base/errors.ts';
+import type { WorkerEvent } from '../base/worker-events.ts';
 
 export interface StartupParts {
   readonly topology: RuntimeTopology;

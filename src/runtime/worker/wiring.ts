@@ -3,9 +3,9 @@
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
 import { GlobalTableReader } from '../global-tables/global-table-reader.ts';
 import { InputSynchronizer } from '../loop/input-synchronizer.ts';
-import { PartitionProgress } from '../loop/partition-progress.ts';
+import { PartitionProgress } from '../base/partition-progress.ts';
 import { RebalanceHandler } from '../loop/rebalance.ts';
-import { WorkerRecordCollector } from '../loop/record-collector.ts';
+import { WorkerRecordCollector } from '../transaction/record-collector.ts';
 import { synchronizedInputs } from '../loop/synchronized-inputs.ts';
 import { InteractiveQueries } from '../queries/interactive-queries.ts';
 import { TaskManager } from '../task/task-manager.ts';
@@ -15,10 +15,10 @@ import { TransactionDriver } from '../transaction/driver.ts';
 import { ExactlyOnceOutput } from '../transaction/exactly-once.ts';
 import { describeKafkaError } from '../transaction/kafka-errors.ts';
 import type { TransactionalOutput } from '../transaction/output.ts';
-import type { InstanceGuardOptions } from './instance-guard.ts';
-import type { LoopWatch } from './loop-watch.ts';
-import type { RuntimeContext } from './runtime-context.ts';
-import type { Transition } from './state-machine.ts';
+import type { InstanceGuardOptions } from '../transaction/instance-guard.ts';
+import type { LoopWatch } from '../loop/loop-watch.ts';
+import type { WorkerServices } from '../base/worker-services.ts';
+import type { Transition } from '../base/worker-events.ts';
 
 export interface WorkerParts {
   readonly output: TransactionalOutput;
@@ -34,7 +34,7 @@ export interface WorkerParts {
 
 export interface WiringInput {
   readonly topology: RuntimeTopology;
-  readonly context: RuntimeContext;
+  readonly services: WorkerServices;
   readonly watch: LoopWatch;
   readonly guard: InstanceGuardOptions;
   readonly onTransition: (t: Transition) => void;
@@ -46,27 +46,27 @@ export interface WiringInput {
   readonly stopped: () => boolean;
 }
 
-export function wireWorker({ topology, context, watch, guard, onTransition, partitionCount, consumer, consumerClientId, stopped }: WiringInput): WorkerParts {
-  const { config, clients, stats } = context;
+export function wireWorker({ topology, services, watch, guard, onTransition, partitionCount, consumer, consumerClientId, stopped }: WiringInput): WorkerParts {
+  const { config, clients, stats } = services;
   const Output = config.guarantee === 'exactly_once' ? ExactlyOnceOutput : AtLeastOnceOutput;
   const output = new Output({
-    clientConfig: context.clientConfig(),
-    transactionalId: context.transactionalId,
+    clientConfig: services.clientConfig(),
+    transactionalId: services.transactionalId,
     appId: config.appId,
     transactionTimeoutMs: config.transactionTimeoutMs,
     unsafeCommitOffsetsOutsideTransaction: config.unsafeCommitOffsetsOutsideTransaction,
     clients,
-    faults: context.faults,
+    faults: services.faults,
     onTransition,
-    onRetry: (call, attempt, error) => context.emit({ type: 'producer-retry', call, attempt, reason: describeKafkaError(error) }),
+    onRetry: (call, attempt, error) => services.emit({ type: 'producer-retry', call, attempt, reason: describeKafkaError(error) }),
     onStep: (step) => watch.enter(step),
   });
   const progress = new PartitionProgress();
   const topicsOf = (kind: string): Set<string> => new Set(topology.topics.filter((t) => t.kind === kind).map((t) => t.name));
   const globalTables = new GlobalTableReader(topology.globalTables ?? [], (consumerConfig) => clients.consumer(consumerConfig));
-  const tasks = new TaskManager(topology, context, globalTables.rowsOf);
-  const collector = new WorkerRecordCollector(context, output, topicsOf('dead-letter'), topicsOf('repartition'), partitionCount);
-  const transaction = new TransactionDriver(context, output, tasks, progress, collector, guard);
+  const tasks = new TaskManager(topology, services, globalTables.rowsOf);
+  const collector = new WorkerRecordCollector(services, output, topicsOf('dead-letter'), topicsOf('repartition'), partitionCount);
+  const transaction = new TransactionDriver(services, output, tasks, progress, collector, guard);
   const queries = new InteractiveQueries({
     appId: config.appId,
     stores: topology.stores ?? new Map(),
@@ -82,10 +82,10 @@ export function wireWorker({ topology, context, watch, guard, onTransition, part
     config.maxTaskIdleMs,
     (enforced) => {
       stats.enforcedProcessing++;
-      context.emit({ type: 'enforced-processing', ...enforced });
+      services.emit({ type: 'enforced-processing', ...enforced });
     },
     (idleMs) => (stats.taskIdleMs += idleMs),
   );
-  const rebalances = new RebalanceHandler(context, tasks, progress, transaction, stopped);
+  const rebalances = new RebalanceHandler(services, tasks, progress, transaction, stopped);
   return { output, progress, globalTables, tasks, collector, transaction, queries, synchronizer, rebalances };
 }

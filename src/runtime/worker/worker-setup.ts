@@ -1,19 +1,19 @@
 import type { KafkaConsumer, LibrdKafkaError } from '@confluentinc/kafka-javascript';
 import { ensureTopics, fetchPartitionCounts, requireTopics, type AdminClient, type TopicSpec } from '../../kafka/admin.ts';
 import type { RdConfig } from '../../kafka/clients.ts';
-import type { ResolvedWorkerConfig } from './config.ts';
+import type { ResolvedWorkerConfig } from '../base/config.ts';
 import { auditInternalTopics } from './internal-topic-audit.ts';
-import { parsePartitionKey, type PartitionProgress, type PartitionRef } from '../loop/partition-progress.ts';
-import type { PartitionLag } from './worker-events.ts';
-import type { RuntimeContext } from './runtime-context.ts';
+import { parsePartitionKey, type PartitionProgress, type PartitionRef } from '../base/partition-progress.ts';
+import type { PartitionLag } from '../base/worker-events.ts';
+import type { WorkerServices } from '../base/worker-services.ts';
 import type { RuntimeTopology } from '../task/worker-topology.ts';
 
 /**
  * Checks the user's topics, creates the internal ones with their kind's configs and, given the
- * worker's context, holds those that already existed to the same configs (internal-topic-audit.ts);
+ * worker's services, holds those that already existed to the same configs (internal-topic-audit.ts);
  * returns the partition count of every topic the application uses.
  */
-export async function prepareTopics(admin: AdminClient, topology: RuntimeTopology, context?: Pick<RuntimeContext, 'config' | 'clients' | 'emit'>): Promise<Map<string, number>> {
+export async function prepareTopics(admin: AdminClient, topology: RuntimeTopology, services?: Pick<WorkerServices, 'config' | 'clients' | 'emit'>): Promise<Map<string, number>> {
   const userSources = topology.topics.filter((t) => t.kind === 'source' && !t.internal).map((t) => t.name);
   // With auto-creation off (the broker default in production) a produce to a missing topic only
   // times out inside the transaction, which then aborts on every replay: say so at start instead.
@@ -23,9 +23,9 @@ export async function prepareTopics(admin: AdminClient, topology: RuntimeTopolog
   const internal = topology.resolvePartitions(counts).topics.filter((t) => t.internal);
   const specs: TopicSpec[] = internal.map((t) => ({ name: t.name, partitions: t.partitions ?? 1, compact: t.cleanupPolicy === 'compact', ...(t.config ? { config: t.config } : {}) }));
   const created = new Set(await ensureTopics(admin, specs));
-  if (context !== undefined) {
-    const { bootstrap, kafka } = context.config;
-    await auditInternalTopics(internal.filter((t) => !created.has(t.name)), context.clients.topicConfigs?.(bootstrap, kafka), context.emit);
+  if (services !== undefined) {
+    const { bootstrap, kafka } = services.config;
+    await auditInternalTopics(internal.filter((t) => !created.has(t.name)), services.clients.topicConfigs?.(bootstrap, kafka), services.emit);
   }
   return new Map([...counts, ...specs.map((t) => [t.name, t.partitions] as const)]);
 }

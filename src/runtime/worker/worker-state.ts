@@ -1,4 +1,4 @@
-import type { TransitionTable } from './state-machine.ts';
+import type { TransitionTable } from '../base/state-machine.ts';
 
 /**
  * A worker's lifecycle (Kafka Streams' StreamThread.State was the model):

@@ -2,22 +2,23 @@ import { EventEmitter } from 'node:events';
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
 import { disconnect } from '../../kafka/clients.ts';
 import type { TaskPlan } from '../../graph/types.ts';
-import { kafkaClients, type ClientSupplier } from './client-supplier.ts';
-import { parseWorkerConfig, transactionalId, type ResolvedWorkerConfig, type WorkerConfigInput } from './config.ts';
-import { IllegalTransitionError } from './errors.ts';
-import { noFaults, type FaultHook } from './faults.ts';
+import { kafkaClients, type ClientSupplier } from '../base/client-supplier.ts';
+import { parseWorkerConfig, transactionalId, type ResolvedWorkerConfig, type WorkerConfigInput } from '../base/config.ts';
+import { IllegalTransitionError } from '../base/errors.ts';
+import { noFaults, type FaultHook } from '../base/faults.ts';
 import { claimDefaultInstanceId, lockInstanceId, type InstanceIdClaim } from './instance-id.ts';
-import { refuseLiveNamesake, type InstanceGuardOptions } from './instance-guard.ts';
-import type { PartitionProgress } from '../loop/partition-progress.ts';
+import { refuseLiveNamesake, type InstanceGuardOptions } from '../transaction/instance-guard.ts';
+import type { PartitionProgress } from '../base/partition-progress.ts';
 import type { RebalanceHandler } from '../loop/rebalance.ts';
-import type { WorkerRecordCollector } from '../loop/record-collector.ts';
-import type { RuntimeContext } from './runtime-context.ts';
-import { StateMachine, type Transition, type TransitionCount } from './state-machine.ts';
+import type { WorkerRecordCollector } from '../transaction/record-collector.ts';
+import type { WorkerServices } from '../base/worker-services.ts';
+import { StateMachine } from '../base/state-machine.ts';
+import type { Transition, TransitionCount } from '../base/worker-events.ts';
 import type { TaskManager } from '../task/task-manager.ts';
 import type { TransactionalOutput } from '../transaction/output.ts';
 import type { TransactionDriver } from '../transaction/driver.ts';
 import { runtimeTopology, type RuntimeTopology } from '../task/worker-topology.ts';
-import { newWorkerStats, type PartitionLag, type TopicRecordCount, type WorkerEvent, type WorkerStats } from './worker-events.ts';
+import { newWorkerStats, type PartitionLag, type TopicRecordCount, type WorkerEvent, type WorkerStats } from '../base/worker-events.ts';
 import { LOOPING, WORKER_TRANSITIONS, type WorkerState } from './worker-state.ts';
 import { consumerConfig, partitionLag, prepareTopics } from './worker-setup.ts';
 import type { GlobalTableReader } from '../global-tables/global-table-reader.ts';
@@ -26,15 +27,10 @@ import { Loop } from '../loop/loop.ts';
 import { checkRetryBudget, learnRecordLimits, startProcessingThread, subscribedConsumer } from './startup.ts';
 import type { InteractiveQueries } from '../queries/interactive-queries.ts';
 import { publishEndpoint } from '../queries/endpoints.ts';
-import { LoopWatch } from './loop-watch.ts';
+import { LoopWatch } from '../loop/loop-watch.ts';
 import { wireWorker } from './wiring.ts';
 import type { InputSynchronizer } from '../loop/input-synchronizer.ts';
 import type { ProcessingThread, ThreadSpawner } from '../offload/processing-thread.ts';
-export { LINEAGE } from '../../core/headers.ts';
-export { CHAOS_PHASES, type ChaosPhase } from './faults.ts';
-export type { WorkerEvent, WorkerStats } from './worker-events.ts';
-export type { WorkerState } from './worker-state.ts';
-export type { Transition, TransitionCount } from './state-machine.ts';
 
 export interface WorkerOptions {
   /** Where the consumer, producer and admin client come from; the real clients by default. */
@@ -66,7 +62,7 @@ export class Worker extends EventEmitter {
   /** This host's lock on the instance id (instance-id.ts); undefined while a live process here holds it. */
   private instanceClaim: InstanceIdClaim | undefined;
   private readonly clients: ClientSupplier;
-  private readonly context: RuntimeContext;
+  private readonly services: WorkerServices;
   private readonly lifecycle: StateMachine<WorkerState>;
   private readonly output: TransactionalOutput;
   private readonly progress: PartitionProgress;
@@ -102,7 +98,7 @@ export class Worker extends EventEmitter {
     this.lifecycle = new StateMachine('worker', 'CREATED', WORKER_TRANSITIONS, onTransition);
     this.watch = new LoopWatch(Math.max(30_000, 3 * this.config.transactionTimeoutMs), (stall) => this.emit('event', { type: 'loop-stalled', ...stall } satisfies WorkerEvent));
     const txnId = transactionalId(this.config);
-    const context: RuntimeContext = (this.context = {
+    const services: WorkerServices = (this.services = {
       config: this.config,
       transactionalId: txnId,
       stats: this.stats,
@@ -125,7 +121,7 @@ export class Worker extends EventEmitter {
       rebalances: this.rebalances,
     } = wireWorker({
       topology: this.topology,
-      context,
+      services,
       watch: this.watch,
       guard: this.guardOptions(),
       onTransition,
@@ -138,7 +134,7 @@ export class Worker extends EventEmitter {
 
   /** The client id the group lists this worker's consumer under. */
   private get consumerClientId(): string {
-    return String(this.context.clientConfig()['client.id']);
+    return String(this.services.clientConfig()['client.id']);
   }
 
   get transactionalId(): string {
@@ -175,7 +171,7 @@ export class Worker extends EventEmitter {
     this.partitionsByTopic = await this.clients.withAdmin(
       this.config.bootstrap,
       async (admin) => {
-        const partitions = await prepareTopics(admin, this.topology, this.context);
+        const partitions = await prepareTopics(admin, this.topology, this.services);
         // Before this worker's producer exists: its initTransactions would fence a live namesake mid-work.
         await refuseLiveNamesake(admin, {
           ...this.guardOptions(),
@@ -201,9 +197,9 @@ export class Worker extends EventEmitter {
     }
     // After the main thread's prepare: a registry that cannot be reached fails the start there, once.
     this.thread = await startProcessingThread(startup, this.threadOption, this.tasks.recordLimits);
-    await this.globalTables.load({ ...this.context.clientConfig(), 'group.id': this.config.appId }, this.partitionsByTopic);
+    await this.globalTables.load({ ...this.services.clientConfig(), 'group.id': this.config.appId }, this.partitionsByTopic);
     await this.output.connect();
-    this.consumer = await subscribedConsumer(this.clients, this.topology, consumerConfig(this.context.clientConfig(), this.config, this.rebalances.onRebalance, (this.topology.copartitionGroups?.length ?? 0) > 0));
+    this.consumer = await subscribedConsumer(this.clients, this.topology, consumerConfig(this.services.clientConfig(), this.config, this.rebalances.onRebalance, (this.topology.copartitionGroups?.length ?? 0) > 0));
     this.emit('event', { type: 'started', transactionalId: this.transactionalId } satisfies WorkerEvent);
     if (this.lifecycle.is('STARTING')) this.lifecycle.to('RUNNING', 'start');
     this.watch.start();

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Message } from '@confluentinc/kafka-javascript';
 import { InputSynchronizer, LAG_WAIT_LIMIT_MS, MAX_HELD_PER_PARTITION, type EnforcedProcessing } from '../../../src/runtime/loop/input-synchronizer.ts';
-import { partitionKey } from '../../../src/runtime/loop/partition-progress.ts';
+import { partitionKey } from '../../../src/runtime/base/partition-progress.ts';
 
 const TABLE = partitionKey('customers', 0);
 const STREAM = partitionKey('orders', 0);

@@ -15,7 +15,8 @@ import type { FromThread, ThreadPort, ToThread } from '../../../src/runtime/offl
 import { ThreadRequests } from '../../../src/runtime/offload/thread-requests.ts';
 import { forEachOutput, packRun } from '../../../src/runtime/offload/record-transfer.ts';
 import { createTask } from '../../../src/runtime/task/task.ts';
-import { Worker, type WorkerEvent } from '../../../src/runtime/worker/worker.ts';
+import { Worker } from '../../../src/runtime/worker/worker.ts';
+import type { WorkerEvent } from '../../../src/runtime/base/worker-events.ts';
 import { jsonSerde, registryAvroSerde, stringSerde } from '../../../src/serdes/index.ts';
 import { FakeCluster } from '../fake-kafka.ts';
 import { FakeRegistry } from '../../support/fake-registry.ts';

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { ClientSupplier, RecordDeleter } from '../../../src/runtime/worker/client-supplier.ts';
-import { parseWorkerConfig, type ResolvedWorkerConfig } from '../../../src/runtime/worker/config.ts';
-import { partitionKey } from '../../../src/runtime/loop/partition-progress.ts';
+import type { ClientSupplier, RecordDeleter } from '../../../src/runtime/base/client-supplier.ts';
+import { parseWorkerConfig, type ResolvedWorkerConfig } from '../../../src/runtime/base/config.ts';
+import { partitionKey } from '../../../src/runtime/base/partition-progress.ts';
 import { RepartitionPurge } from '../../../src/runtime/transaction/repartition-purge.ts';
-import type { WorkerEvent } from '../../../src/runtime/worker/worker-events.ts';
+import type { WorkerEvent } from '../../../src/runtime/base/worker-events.ts';
 
 type Deleted = { topic: string; partition: number; offset: number }[];
 

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { internalTopicConfig } from '../../../src/graph/internal-topic-configs.ts';
-import type { TopicConfigAccess } from '../../../src/runtime/worker/client-supplier.ts';
+import type { TopicConfigAccess } from '../../../src/runtime/base/client-supplier.ts';
 import { auditInternalTopics, InternalTopicConfigError, unsafeSettings } from '../../../src/runtime/worker/internal-topic-audit.ts';
-import type { WorkerEvent } from '../../../src/runtime/worker/worker-events.ts';
+import type { WorkerEvent } from '../../../src/runtime/base/worker-events.ts';
 import type { RuntimeTopic } from '../../../src/runtime/task/worker-topology.ts';
 
 const topic = (name: string, kind: 'repartition' | 'changelog' | 'dead-letter'): RuntimeTopic => ({ name, kind, internal: true, cleanupPolicy: kind === 'changelog' ? 'compact' : 'delete', config: internalTopicConfig(kind) });

@@ -1,7 +1,7 @@
 import { networkInterfaces } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { withAdmin, type AdminClient, type ClientOptions } from '../../kafka/admin.ts';
-import { WorkerError } from './errors.ts';
+import { WorkerError } from '../base/errors.ts';
 
 /** A member of the application's consumer group, as the group coordinator describes it. */
 export interface GroupMember {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { OFFSET_BEGINNING } from '../../../src/kafka/clients.ts';
-import { PartitionProgress, partitionKey, parsePartitionKey } from '../../../src/runtime/loop/partition-progress.ts';
+import { PartitionProgress, partitionKey, parsePartitionKey } from '../../../src/runtime/base/partition-progress.ts';
 
 test('after a failure every owned partition is unsettled, not only those the transaction touched, and none of them may be processed', () => {
   const progress = new PartitionProgress();

@@ -1,6 +1,5 @@
 import { IllegalTransitionError } from './errors.ts';
 import type { Transition, TransitionCount } from './worker-events.ts';
-export type { Transition, TransitionCount } from './worker-events.ts';
 
 /** For each state, the states it may move to. */
 export type TransitionTable<S extends string> = { readonly [K in S]: readonly S[] };

@@ -6,7 +6,7 @@ import type { FaultHook } from './faults.ts';
 import type { WorkerEvent, WorkerStats } from './worker-events.ts';
 
 /** What the worker's parts share: its config, counters, event stream and clients. */
-export interface RuntimeContext {
+export interface WorkerServices {
   readonly config: ResolvedWorkerConfig;
   readonly transactionalId: string;
   readonly stats: WorkerStats;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LoopWatch, type LoopStall } from '../../../src/runtime/worker/loop-watch.ts';
+import { LoopWatch, type LoopStall } from '../../../src/runtime/loop/loop-watch.ts';
 
 test('a step that outlasts the threshold is reported once, by name, and again only after the loop moved on', () => {
   const reported: LoopStall[] = [];

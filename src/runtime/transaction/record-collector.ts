@@ -2,12 +2,11 @@ import type { Message } from '@confluentinc/kafka-javascript';
 import { DEAD_LETTER, LINEAGE, lineagePrefix } from '../../core/headers.ts';
 import { partitionFor } from '../../core/partitioner.ts';
 import { isRecordBatch, unpackRecordBatch } from '../../core/record-batch.ts';
-import { IllegalTransitionError } from '../worker/errors.ts';
+import { IllegalTransitionError } from '../base/errors.ts';
 import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordCollector, RecordHeader, RecordOrigin } from '../../core/records.ts';
-import type { RuntimeContext } from '../worker/runtime-context.ts';
-import type { Speculation } from './speculation.ts';
-import type { TransactionalOutput } from '../transaction/output.ts';
-import type { TopicRecordCount } from '../worker/worker-events.ts';
+import type { WorkerServices } from '../base/worker-services.ts';
+import type { TransactionalOutput } from './output.ts';
+import type { TopicRecordCount } from '../base/worker-events.ts';
 
 const NO_HEADERS: readonly RecordHeader[] = [];
 
@@ -16,6 +15,12 @@ const NO_HEADERS: readonly RecordHeader[] = [];
  * emit into the open transaction with lineage headers, counting records per topic and reporting
  * dead letters.
  */
+/** Outputs computed ahead and held back (loop/speculation.ts), each beside the origin it is sent with. */
+export interface HeldOutputs {
+  readonly outputs: readonly OutgoingRecord[];
+  readonly origins: readonly RecordOrigin[];
+}
+
 export class WorkerRecordCollector {
   private readonly recordsByTopic = new Map<string, { consumed: number; produced: number }>();
 
@@ -40,7 +45,7 @@ export class WorkerRecordCollector {
   private readonly nullKeyTurns = new Map<string, number>();
 
   constructor(
-    private readonly context: RuntimeContext,
+    private readonly services: WorkerServices,
     private readonly output: TransactionalOutput,
     private readonly deadLetterTopics: ReadonlySet<string>,
     readonly repartitionTopics: ReadonlySet<string>,
@@ -59,7 +64,7 @@ export class WorkerRecordCollector {
 
   /** Counted once their task has processed them. */
   consumed(topic: string, records: number): void {
-    this.context.stats.recordsConsumed += records;
+    this.services.stats.recordsConsumed += records;
     this.topicCount(topic).consumed += records;
   }
 
@@ -82,8 +87,8 @@ export class WorkerRecordCollector {
   };
 
   /** What records processed while the last transaction committed emitted, now into the open one, in order. */
-  sendSpeculated(speculation: Speculation): void {
-    const { outputs, origins } = speculation;
+  sendSpeculated(held: HeldOutputs): void {
+    const { outputs, origins } = held;
     for (let i = 0; i < outputs.length; i++) this.send(outputs[i]!, origins[i]!);
   }
 
@@ -117,8 +122,8 @@ export class WorkerRecordCollector {
     this.countProduced(r.topic);
     if (this.deadLetterTopics.has(r.topic)) {
       const header = (k: string) => r.headers?.find((h) => h.key === k)?.value.toString() ?? 'unknown';
-      this.context.stats.deadLettered++;
-      this.context.emit({
+      this.services.stats.deadLettered++;
+      this.services.emit({
         type: 'dead-lettered',
         stage: header(DEAD_LETTER.stage),
         code: header(DEAD_LETTER.code),
@@ -141,7 +146,7 @@ export class WorkerRecordCollector {
   }
 
   private countProduced(topic: string): void {
-    this.context.stats.recordsProduced++;
+    this.services.stats.recordsProduced++;
     this.topicCount(topic).produced++;
   }
 

@@ -1,8 +1,6 @@
 // What every stage of a task shares: the record in flight, stream time, what the record emitted,
-// and the base class of the stages (RuntimeNode).
-import type { StageSpec } from '../../dsl/nodes.ts';
+// how a failed stage call is retried or dead-lettered. The stages themselves are RuntimeNodes (runtime-node.ts).
 import type { RetryPolicy } from '../../dsl/types.ts';
-import type { CompiledNode } from '../../graph/types.ts';
 import type { IncomingRecord, OutgoingRecord, RecordHeader, RecordOrigin } from '../../core/records.ts';
 import type { CacheBudget, RecordCache, CachedResult } from './record-cache.ts';
 
@@ -12,14 +10,12 @@ export interface RecordCacheOptions {
   /** Keys each aggregate of a task holds at most. */
   readonly maxRecords: number;
 }
-import { PermanentError, RetriableError } from '../../core/stage-errors.ts';
-import { AsyncStageResultError, StageFailure } from './task-errors.ts';
+import { errorCode, PermanentError, RetriableError } from '../../core/stage-errors.ts';
+import type { Step } from './step.ts';
+import { AsyncStageResultError, StageFailure } from './node-errors.ts';
 import { DEAD_LETTER } from '../../core/headers.ts';
 import { deadLetterBody, RecordTooLargeError, type RecordSizeLimits } from '../../core/record-size.ts';
 import { TaskRecordContext } from './record-context.ts';
-
-/** void on the synchronous fast path; a Promise only when something async is involved. */
-export type Step = void | Promise<void>;
 
 export interface TaskMetrics {
   recordsProcessed: number;
@@ -61,29 +57,15 @@ export interface LateRecord {
 
 const MAX_STACK = 8192;
 
-/** Errors that say of themselves that a later try may succeed (the registry being down). */
-export function isTransient(e: unknown): boolean {
-  return typeof e === 'object' && e !== null && (e as { retriable?: unknown }).retriable === true;
-}
-
 function header(key: string, value: string): RecordHeader {
   return { key, value: Buffer.from(value, 'utf8') };
-}
-
-export function isThenable(x: unknown): x is PromiseLike<unknown> {
-  return x !== null && (typeof x === 'object' || typeof x === 'function') && typeof (x as { then?: unknown }).then === 'function';
-}
-
-export function errorCode(e: unknown, fallback: string): string {
-  const code = (e as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.length > 0 ? code : fallback;
 }
 
 /**
  * The mutable per-task state the nodes share. One record is in flight at a time, so the current
  * record lives here instead of being passed (and allocated) per call.
  */
-export class TaskContext {
+export class TaskState {
   current!: IncomingRecord;
   /** What the current run's outputs are sent with: the current record's own origin, or during a release the released one. */
   origin!: RecordOrigin;
@@ -103,7 +85,7 @@ export class TaskContext {
   readonly metrics: TaskMetrics = { recordsProcessed: 0, deadLettered: 0, retries: 0, lateRecordsDropped: 0, duplicatesDropped: 0, staleVersionsDropped: 0, nullKeysDropped: 0 };
   /** Per join stage, stream records that found no row (an inner join drops them silently, a left join emits null). */
   readonly joinMisses = new Map<string, number>();
-  readonly timeListeners: RuntimeNode[] = [];
+  readonly timeListeners: StreamTimeListener[] = [];
   /** Aggregates that hold back their results (a record cache is configured). */
   readonly caching: CachingNode[] = [];
   /** Processor stages: their punctuation schedules follow records, commits and rollbacks. */
@@ -152,7 +134,7 @@ export class TaskContext {
   }
 
   /** Decides between retrying a failed stage call and giving up on the record. */
-  onStageError(node: RuntimeNode, e: unknown, key: unknown, value: unknown, attempt: number): Step {
+  onStageError(node: RetriedStage, e: unknown, key: unknown, value: unknown, attempt: number): Step {
     if (e instanceof StageFailure || e instanceof AsyncStageResultError) throw e;
     const retriable = e instanceof RetriableError || (!(e instanceof PermanentError) && this.env.unknownErrors === 'retriable');
     const policy = this.env.retryPolicyFor(node.name);
@@ -206,85 +188,15 @@ export class TaskContext {
   }
 }
 
-export abstract class RuntimeNode {
-  children: RuntimeNode[] = [];
+/** A stage that acts when stream time advances (windows closing, join sides expiring). */
+export interface StreamTimeListener {
+  fireStreamTime(): Step;
+}
 
-  constructor(
-    readonly ctx: TaskContext,
-    readonly node: CompiledNode,
-  ) {}
-
-  get name(): string {
-    return this.node.name;
-  }
-
-  /** The stage's work for one record, including forwarding; `attempt` counts retries of this call. */
-  protected abstract apply(key: unknown, value: unknown, attempt: number): Step;
-
-  run(key: unknown, value: unknown): Step {
-    return this.attempt(key, value, 1);
-  }
-
-  attempt(key: unknown, value: unknown, attempt: number): Step {
-    let r: Step;
-    try {
-      r = this.apply(key, value, attempt);
-    } catch (e) {
-      return this.ctx.onStageError(this, e, key, value, attempt);
-    }
-    if (r === undefined) return;
-    return r.then(undefined, (e: unknown) => this.ctx.onStageError(this, e, key, value, attempt));
-  }
-
-  protected forward(key: unknown, value: unknown): Step {
-    return this.forwardFrom(0, key, value);
-  }
-
-  private forwardFrom(from: number, key: unknown, value: unknown): Step {
-    const c = this.children;
-    for (let i = from; i < c.length; i++) {
-      const r = c[i]!.run(key, value);
-      if (r !== undefined) return i + 1 === c.length ? r : r.then(() => this.forwardFrom(i + 1, key, value));
-    }
-  }
-
-  protected forwardPairs(pairs: readonly (readonly [unknown, unknown])[], from: number): Step {
-    for (let i = from; i < pairs.length; i++) {
-      const p = pairs[i]!;
-      const r = this.forward(p[0], p[1]);
-      if (r !== undefined) return r.then(() => this.forwardPairs(pairs, i + 1));
-    }
-  }
-
-  protected forwardValues(key: unknown, values: readonly unknown[], from: number): Step {
-    for (let i = from; i < values.length; i++) {
-      const r = this.forward(key, values[i]);
-      if (r !== undefined) return r.then(() => this.forwardValues(key, values, i + 1));
-    }
-  }
-
-  protected checkSync<T>(result: T): T {
-    if (isThenable(result)) {
-      // the rejected promise is nobody's to await any more
-      (result as PromiseLike<unknown>).then(undefined, () => undefined);
-      throw new AsyncStageResultError(this.name, this.node.kind);
-    }
-    return result;
-  }
-
-  /**
-   * The node a parent forwards to: itself, or for a join one of its sides, so that the join knows
-   * which input a record came from.
-   */
-  inputFrom(_parent: string): RuntimeNode {
-    return this;
-  }
-
-  /** Rebuilds in-memory indexes from the store after a rollback or a failed record. */
-  reset(): void {}
-
-  /** Called when stream time advances; only nodes registered as time listeners implement it. */
-  fireStreamTime(): Step {}
+/** A stage call that failed and may be tried again (RuntimeNode.attempt). */
+export interface RetriedStage {
+  readonly name: string;
+  attempt(key: unknown, value: unknown, attempt: number): Step;
 }
 
 /** An aggregate that holds back its results (a record cache is configured) until its task releases them. */
@@ -304,4 +216,3 @@ export interface PunctuatingNode {
   rollback(): void;
 }
 
-export type Spec<K extends StageSpec['kind']> = Extract<StageSpec, { kind: K }>;
