@@ -1,6 +1,7 @@
 import { OnceflowError } from '../errors.ts';
 import type { Serde, SerdeContext } from '../serdes/serde.ts';
 import { splitWindowStoreKey, windowStoreKey } from './windowed.ts';
+import { StoreKeys } from './store-keys.ts';
 import type { KeyValueStore } from './store.ts';
 
 /** What a query needs to know of a store: its serdes and, for a window store, the window size. */
@@ -48,9 +49,9 @@ export interface WindowEntry {
 }
 
 /** A queried key serialized as the store and the partitioner see it; a key its serde refuses is the caller's error. */
-export function queryKeyBytes(spec: QueryableStoreSpec, key: unknown): Buffer {
+export function queryKeyBytes(spec: QueryableStoreSpec, key: unknown, keys = new StoreKeys(spec)): Buffer {
   try {
-    return spec.keySerde.serialize(key, { topic: spec.changelogTopic, role: 'key' }) ?? Buffer.alloc(0);
+    return keys.inner(key);
   } catch (e) {
     throw new StoreQueryError('QUERY_KEY_INVALID', `store ${spec.name}: the key does not serialize with its serde ${spec.keySerde.name}: ${e instanceof Error ? e.message : String(e)}`);
   }
@@ -62,20 +63,20 @@ export function queryKeyBytes(spec: QueryableStoreSpec, key: unknown): Buffer {
  * interactive queries and the test driver.
  */
 export class StoreReader {
-  readonly #keyCtx: SerdeContext;
+  readonly #keys: StoreKeys;
   readonly #valueCtx: SerdeContext;
 
   constructor(
     readonly spec: QueryableStoreSpec,
     private readonly committed: KeyValueStore,
   ) {
-    this.#keyCtx = { topic: spec.changelogTopic, role: 'key' };
+    this.#keys = new StoreKeys(spec);
     this.#valueCtx = { topic: spec.changelogTopic, role: 'value' };
   }
 
   /** The serialized form of a key, as the store and the partitioner see it. */
   keyBytes(key: unknown): Buffer {
-    return queryKeyBytes(this.spec, key);
+    return queryKeyBytes(this.spec, key, this.#keys);
   }
 
   get(key: unknown): unknown {
@@ -102,7 +103,7 @@ export class StoreReader {
     }
     hits.sort((a, b) => Buffer.compare(a[0], b[0]));
     return {
-      entries: hits.slice(0, limit).map(([k, v]) => ({ key: this.spec.keySerde.deserialize(k, this.#keyCtx), value: this.#value(v) })),
+      entries: hits.slice(0, limit).map(([k, v]) => ({ key: this.#keys.decodeInner(k), value: this.#value(v) })),
       more: hits.length > limit,
     };
   }

@@ -1,63 +1,21 @@
-import type { CompiledStore, CompiledSubtopology, TaskPlan } from '../../graph/types.ts';
+import type { CompiledSubtopology, TaskPlan } from '../../graph/types.ts';
 import type { CommitCollector, IncomingRecord, RecordCollector } from '../../core/records.ts';
-import { inMemoryStoreFactory, type StoreFactory } from '../../state/store.ts';
-import { TransactionalStore } from '../../state/transactional.ts';
-import { windowStoreKey, splitWindowStoreKey } from '../../state/windowed.ts';
+import { inMemoryStoreFactory } from '../../state/store.ts';
+import { TaskStores, type ChangelogPartition } from './task-stores.ts';
 import { StoreReader } from '../../state/queries.ts';
-import type { Windowed } from '../../dsl/types.ts';
 import { createRuntimeNode } from '../nodes/registry.ts';
 import type { SourceNode } from '../nodes/stateless.ts';
 import { TaskState, type CachingNode, type TaskMetrics } from '../nodes/task-state.ts';
-import { CacheBudget, type CachedResult } from '../nodes/record-cache.ts';
-import type { PunctuatingNode, RecordCacheOptions, TaskEnvironment } from '../nodes/task-state.ts';
-import { sessionStoreKey, splitSessionStoreKey } from '../../state/session.ts';
-import { heldValue } from '../nodes/suppress.ts';
-import { TaskBusyError, UnknownSourceTopicError, UnknownStoreError, UnknownSubtopologyError } from './task-errors.ts';
-import { RecordSizeLimits } from '../../core/record-size.ts';
+import type { CachedResult } from '../nodes/record-cache.ts';
+import type { PunctuatingNode } from '../nodes/task-state.ts';
+import { taskEnvironment, type TaskOptions } from './task-options.ts';
+import { TaskBusyError, UnknownSourceTopicError, UnknownSubtopologyError } from './task-errors.ts';
 import type { RuntimeNode } from '../nodes/runtime-node.ts';
 import type { Step } from '../nodes/step.ts';
 import { StageFailure } from '../nodes/node-errors.ts';
 
 /** A task's id: its sub-topology and the partition of its sources it reads (state directories are named after it). */
 export const taskId = (subtopology: number, partition: number): string => `${subtopology}_${partition}`;
-
-
-export interface TaskOptions {
-  /** Committed storage per store; defaults to in-memory maps. */
-  readonly storeFactory?: StoreFactory;
-  /** What a record the task emits (outputs, repartition, changelog records, dead letters) may carry; default: librdkafka's message.max.bytes for every topic. */
-  readonly recordLimits?: RecordSizeLimits;
-  /** Wall clock for the `onceflow.error.time` header. */
-  readonly now?: () => number;
-  /** How retry backoff waits; tests may pass a fake. */
-  readonly sleep?: (ms: number) => Promise<void>;
-  /** Jitter source in [0, 1). */
-  readonly random?: () => number;
-  /**
-   * Stream time to resume from (e.g. kept in the offset-commit metadata by the worker), so that
-   * window closing and dedupe expiry replay the same way after a restart.
-   */
-  readonly initialStreamTime?: number;
-  /**
-   * The record cache: key-value aggregates hold back their latest result per key until the commit,
-   * within `budget` (shared by the worker's tasks) and `maxRecords` keys per aggregate. Default: none.
-   */
-  readonly cache?: { readonly budget?: CacheBudget; readonly maxRecords?: number } | undefined;
-  /** The global tables' rows, by store name, for global-table joins (the worker's or the test driver's). */
-  readonly globalRows?: (store: string) => { row(key: unknown): unknown } | undefined;
-  /** Told of each record a windowed aggregate drops as too late. */
-  readonly onLateRecord?: TaskEnvironment['onLateRecord'];
-}
-
-export interface ChangelogPartition {
-  readonly store: string;
-  readonly topic: string;
-  readonly partition: number;
-  /** The table's source topic: restored up to the group's committed offset, never written, never checkpointed. */
-  readonly sourceTopic?: boolean;
-}
-
-const realSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * One task: a sub-topology applied to one partition of its input topics. The worker and the test
@@ -69,14 +27,9 @@ export class Task {
   readonly subtopology: number;
   readonly partition: number;
   readonly inputTopics: readonly string[];
-  /** The changelog partitions to replay through `restore` before the first `process`. */
-  readonly changelogs: readonly ChangelogPartition[];
   readonly #state: TaskState;
   readonly #sources = new Map<string, SourceNode>();
-  readonly #stores = new Map<string, { store: TransactionalStore; spec: CompiledStore }>();
-  readonly #storeList: TransactionalStore[] = [];
-  /** Stores whose writes go to a changelog of their own (a table read from a topic has its topic instead). */
-  readonly #loggedStores: readonly TransactionalStore[];
+  readonly #stores: TaskStores;
   readonly #stateful: RuntimeNode[] = [];
   readonly #caching: readonly CachingNode[];
   readonly #punctuating: readonly PunctuatingNode[];
@@ -87,38 +40,15 @@ export class Task {
     this.subtopology = sub.id;
     this.partition = partition;
     this.inputTopics = sub.sourceTopics;
-    this.#state = new TaskState(partition, {
-      retryPolicyFor: (n) => plan.retryPolicyFor(n),
-      unknownErrors: plan.unknownErrors,
-      deadLetterTopic: plan.deadLetterTopic,
-      now: opts.now ?? Date.now,
-      sleep: opts.sleep ?? realSleep,
-      random: opts.random ?? Math.random,
-      cache: recordCacheOptions(opts.cache),
-      recordLimits: opts.recordLimits ?? new RecordSizeLimits(),
-      ...(opts.globalRows ? { globalRows: opts.globalRows } : {}),
-      onLateRecord: opts.onLateRecord,
-    });
+    this.#state = new TaskState(partition, taskEnvironment(plan, opts));
     if (opts.initialStreamTime !== undefined) this.#state.streamTime = opts.initialStreamTime;
     this.#committedStreamTime = this.#state.streamTime;
 
-    const factory = opts.storeFactory ?? inMemoryStoreFactory;
-    for (const name of sub.stores) {
-      const spec = plan.stores.get(name)!;
-      const committed = factory({ name, kind: spec.kind, subtopology: sub.id, partition });
-      const store = new TransactionalStore(name, spec.changelogTopic, partition, committed, this.#state.env.recordLimits);
-      this.#stores.set(name, { store, spec });
-      this.#storeList.push(store);
-    }
-    this.changelogs = sub.stores.map((s) => {
-      const spec = this.#stores.get(s)!.spec;
-      return { store: s, topic: spec.changelogTopic, partition, ...(spec.sourceTopicChangelog ? { sourceTopic: true } : {}) };
-    });
-    this.#loggedStores = this.#storeList.filter((s) => !this.#stores.get(s.name)!.spec.sourceTopicChangelog);
+    this.#stores = new TaskStores(this.id, plan, sub, partition, opts.storeFactory ?? inMemoryStoreFactory, this.#state.env.recordLimits);
 
     const rt = new Map<string, RuntimeNode>();
     for (const n of sub.nodes) {
-      const node = createRuntimeNode(this.#state, n, (s) => this.#stores.get(s)!, (name) => rt.get(name)!);
+      const node = createRuntimeNode(this.#state, n, (s) => this.#stores.of(s), (name) => rt.get(name)!);
       rt.set(n.name, node);
       if (n.kind === 'source' || n.kind === 'repartitionSource') this.#sources.set(n.topic!, node as SourceNode);
       if (n.stores.length > 0) this.#stateful.push(node);
@@ -130,7 +60,7 @@ export class Task {
 
   /** No store, record cache or punctuation: nothing a rollback must undo (worker-topology.ts). */
   get stateless(): boolean {
-    return this.#storeList.length === 0 && this.#caching.length === 0 && this.#punctuating.length === 0 && this.#stateful.length === 0 && this.#state.timeListeners.length === 0;
+    return this.#stores.empty && this.#caching.length === 0 && this.#punctuating.length === 0 && this.#stateful.length === 0 && this.#state.timeListeners.length === 0;
   }
 
   /** Whether a processor stage of this task has a punctuation on wall-clock time. */
@@ -200,18 +130,17 @@ export class Task {
   }
 
   get storeNames(): readonly string[] {
-    return [...this.#stores.keys()];
+    return this.#stores.names;
   }
 
-  #store(name: string): { store: TransactionalStore; spec: CompiledStore } {
-    const s = this.#stores.get(name);
-    if (!s) throw new UnknownStoreError(this.id, name);
-    return s;
+  /** The changelog partitions to replay through `restore` before the first `process`. */
+  get changelogs(): readonly ChangelogPartition[] {
+    return this.#stores.changelogs;
   }
 
   /** Applies one changelog record (null value = tombstone) to committed state. */
   restore(store: string, key: Buffer, value: Buffer | null): void {
-    this.#store(store).store.restore(key, value);
+    this.#stores.of(store).store.restore(key, value);
     for (const n of this.#stateful) n.reset();
   }
 
@@ -276,7 +205,7 @@ export class Task {
 
   #release(collector: RecordCollector, origin: IncomingRecord | undefined): void {
     const out = this.#state.out;
-    for (const s of this.#storeList) s.endRecord(true);
+    this.#stores.endRecord(true);
     for (const n of this.#caching) n.cache!.endRecord(true);
     for (const n of this.#punctuating) n.endRecord(true);
     const sentWith = this.#state.origin;
@@ -286,7 +215,7 @@ export class Task {
   }
 
   #discard(): void {
-    for (const s of this.#storeList) s.endRecord(false);
+    this.#stores.endRecord(false);
     for (const n of this.#caching) n.cache!.endRecord(false);
     for (const n of this.#punctuating) n.endRecord(false);
     this.#state.out.length = 0;
@@ -358,25 +287,21 @@ export class Task {
    */
   prepareCommit(out: CommitCollector): Step {
     if (this.#state.busy) throw new TaskBusyError(this.id);
-    if (this.#caching.length === 0) return this.#flushChangelogs(out);
+    if (this.#caching.length === 0) return this.#stores.flushChangelogs(out);
     const r = this.#drain(this.#pickAny, out);
-    return r === undefined ? this.#flushChangelogs(out) : r.then(() => this.#flushChangelogs(out));
-  }
-
-  #flushChangelogs(out: CommitCollector): void {
-    for (const s of this.#loggedStores) s.flushChangelog(out.changelog);
+    return r === undefined ? this.#stores.flushChangelogs(out) : r.then(() => this.#stores.flushChangelogs(out));
   }
 
   /** The transaction committed: buffered store writes become the committed state. */
   commit(): void {
-    for (const s of this.#storeList) s.commit();
+    this.#stores.commit();
     for (const n of this.#punctuating) n.commit();
     this.#committedStreamTime = this.#state.streamTime;
   }
 
   /** The transaction aborted: every store write, held-back result and the stream time go back to the last commit. */
   rollback(): void {
-    for (const s of this.#storeList) s.rollback();
+    this.#stores.rollback();
     for (const n of this.#caching) n.cache!.clear();
     for (const n of this.#punctuating) n.rollback();
     this.#state.streamTime = this.#committedStreamTime;
@@ -389,58 +314,18 @@ export class Task {
    * (`end` is ignored; session stores need it). For tests and diagnostics, not the hot path.
    */
   get(store: string, key: unknown): unknown {
-    const { store: s, spec } = this.#store(store);
-    const kctx = { topic: spec.changelogTopic, role: 'key' as const };
-    let kb: Buffer;
-    if (spec.session) {
-      const w = key as Windowed<unknown>;
-      kb = sessionStoreKey(spec.keySerde.serialize(w.key, kctx) ?? Buffer.alloc(0), w.start, w.end);
-    } else if (spec.window) {
-      const w = key as Windowed<unknown>;
-      kb = windowStoreKey(spec.keySerde.serialize(w.key, kctx) ?? Buffer.alloc(0), w.start);
-    } else kb = spec.keySerde.serialize(key, kctx) ?? Buffer.alloc(0);
-    const v = s.get(kb);
-    return v === undefined ? undefined : decodeStored(spec, v);
+    return this.#stores.get(store, key);
   }
 
   /** Reads a store's committed state only, never the open transaction's writes: what interactive queries answer from. */
   reader(store: string): StoreReader {
-    const { store: s, spec } = this.#store(store);
-    return new StoreReader(spec, s.committed);
+    return this.#stores.reader(store);
   }
 
   /** Every entry of a store, decoded; window stores yield `Windowed<K>` keys. */
   entries(store: string): Array<[unknown, unknown]> {
-    const { store: s, spec } = this.#store(store);
-    const kctx = { topic: spec.changelogTopic, role: 'key' as const };
-    const out: Array<[unknown, unknown]> = [];
-    for (const [k, v] of s.entries()) {
-      let key: unknown;
-      if (spec.session) {
-        const { inner, start, end } = splitSessionStoreKey(k);
-        key = { key: spec.keySerde.deserialize(inner, kctx), start, end };
-      } else if (spec.window) {
-        const { inner, start } = splitWindowStoreKey(k);
-        key = { key: spec.keySerde.deserialize(inner, kctx), start, end: start + spec.window.sizeMs };
-      } else key = spec.keySerde.deserialize(k, kctx);
-      out.push([key, decodeStored(spec, v)]);
-    }
-    return out;
+    return this.#stores.entries(store);
   }
-}
-
-/** A stored value as its stage knows it: a suppression buffer's, the update it holds back. */
-function decodeStored(spec: CompiledStore, bytes: Buffer): unknown {
-  const ctx = { topic: spec.changelogTopic, role: 'value' as const };
-  if (spec.kind !== 'suppress') return spec.valueSerde.deserialize(bytes, ctx);
-  const held = heldValue(bytes);
-  return held === null ? null : spec.valueSerde.deserialize(held, ctx);
-}
-
-/** No cache at all, or one within a byte budget (unbounded when not given) and a key count per aggregate. */
-function recordCacheOptions(cache: TaskOptions['cache']): RecordCacheOptions | undefined {
-  if (cache === undefined || cache.maxRecords === 0 || cache.budget?.maxBytes === 0) return undefined;
-  return { budget: cache.budget ?? new CacheBudget(Number.POSITIVE_INFINITY), maxRecords: cache.maxRecords ?? Number.POSITIVE_INFINITY };
 }
 
 /** One task of sub-topology `subtopology` for `partition` of its input topics. */

@@ -4,7 +4,8 @@ import type { StoreFactory } from '../../state/store.ts';
 import type { CompiledGlobalTable, CompiledStore, TaskPlan } from '../../graph/types.ts';
 import type { StoreReader } from '../../state/queries.ts';
 import type { TaskMetrics } from '../nodes/task-state.ts';
-import { createTask, type TaskOptions } from './task.ts';
+import { createTask } from './task.ts';
+import type { TaskOptions } from './task-options.ts';
 
 /**
  * What the worker needs of a compiled topology; `runtimeTopology` makes one of the compiler's output.
