@@ -64,10 +64,14 @@ function localAddresses(): Set<string> {
  *   timeout (longer than a crashed process stays in the group) is alive.
  * `claimLocal` takes the lock when it can and says whether this worker holds it; `stopping` ends the wait.
  */
-export async function refuseLiveNamesake(
-  admin: AdminClient,
-  opts: InstanceGuardOptions & { readonly sessionTimeoutMs: number; readonly claimLocal: () => boolean; readonly stopping: () => boolean },
-): Promise<void> {
+/** How a starting worker looks for a live namesake: the group, this host's lock on the id, whether it is asked to stop. */
+export interface NamesakeCheck extends InstanceGuardOptions {
+  readonly sessionTimeoutMs: number;
+  readonly claimLocal: () => boolean;
+  readonly stopping: () => boolean;
+}
+
+export async function refuseLiveNamesake(admin: AdminClient, opts: NamesakeCheck): Promise<void> {
   const waitMs = opts.sessionTimeoutMs + 3_000;
   const deadline = Date.now() + waitMs;
   const local = localAddresses();

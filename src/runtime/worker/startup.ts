@@ -1,5 +1,6 @@
 // Steps of a worker's start that need nothing of the loop: the retry budget against the transaction
-// timeout, what one record may weigh per produced topic, the processing thread, the consumer.
+// timeout, the topics and the group as the cluster has them, what one record may weigh per produced
+// topic, the serdes, the processing thread, the consumer.
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
 import type { RdConfig } from '../../kafka/clients.ts';
 import { producerMessageMaxBytes, RecordSizeLimits } from '../../core/record-size.ts';
@@ -10,12 +11,47 @@ import type { ClientSupplier } from '../base/client-supplier.ts';
 import type { ResolvedWorkerConfig } from '../base/config.ts';
 import { WorkerError } from '../base/errors.ts';
 import type { WorkerEvent } from '../base/worker-events.ts';
+import type { WorkerServices } from '../base/worker-services.ts';
+import { publishEndpoint } from '../queries/endpoints.ts';
+import { refuseLiveNamesake, type NamesakeCheck } from '../transaction/instance-guard.ts';
+import { prepareTopics } from './worker-setup.ts';
 
 export interface StartupParts {
   readonly topology: RuntimeTopology;
   readonly config: ResolvedWorkerConfig;
   readonly clients: ClientSupplier;
   readonly emit: (event: WorkerEvent) => void;
+}
+
+/**
+ * Creates or checks the topics and refuses a live namesake, with one admin client (short-lived admin
+ * clients have been seen to crash the process on teardown, admin.ts), then publishes this replica's
+ * query endpoint. Returns the partition count of every topic the application uses.
+ */
+export async function prepareCluster({ topology, config, clients }: StartupParts, services: WorkerServices, namesake: NamesakeCheck): Promise<Map<string, number>> {
+  const partitions = await clients.withAdmin(
+    config.bootstrap,
+    async (admin) => {
+      const counts = await prepareTopics(admin, topology, services);
+      // Before this worker's producer exists: its initTransactions would fence a live namesake mid-work.
+      await refuseLiveNamesake(admin, namesake);
+      return counts;
+    },
+    config.kafka,
+  );
+  if (config.advertisedUrl !== undefined) {
+    await publishEndpoint({ bootstrap: config.bootstrap, kafka: config.kafka, withAdmin: clients.withAdmin }, config.appId, {
+      clientId: String(services.clientConfig()['client.id']),
+      instanceId: config.instanceId,
+      url: config.advertisedUrl,
+    });
+  }
+  return partitions;
+}
+
+/** Registers or looks up every serde's schemas before the first record (the registry serdes). */
+export async function prepareSerdes(topology: RuntimeTopology, config: ResolvedWorkerConfig): Promise<void> {
+  for (const { serde, ctx } of topology.serdeUsages()) await serde.prepare?.(ctx, { registryUrl: config.registryUrl });
 }
 
 /**

@@ -18,7 +18,10 @@ import type { TransactionalOutput } from '../transaction/output.ts';
 import type { InstanceGuardOptions } from '../transaction/instance-guard.ts';
 import type { LoopWatch } from '../loop/loop-watch.ts';
 import type { WorkerServices } from '../base/worker-services.ts';
-import type { Transition } from '../base/worker-events.ts';
+import type { Transition, WorkerEvent, WorkerStats } from '../base/worker-events.ts';
+import type { ResolvedWorkerConfig } from '../base/config.ts';
+import { Loop } from '../loop/loop.ts';
+import type { ProcessingThread } from '../offload/processing-thread.ts';
 
 export interface WorkerParts {
   readonly output: TransactionalOutput;
@@ -88,4 +91,40 @@ export function wireWorker({ topology, services, watch, guard, onTransition, par
   );
   const rebalances = new RebalanceHandler(services, tasks, progress, transaction, stopped);
   return { output, progress, globalTables, tasks, collector, transaction, queries, synchronizer, rebalances };
+}
+
+/** What the loop needs beyond the parts: the consumer, the worker's state and its one way to rebalance. */
+export interface LoopInput {
+  readonly consumer: KafkaConsumer;
+  readonly config: ResolvedWorkerConfig;
+  readonly stats: WorkerStats;
+  readonly watch: LoopWatch;
+  readonly thread: ProcessingThread | undefined;
+  readonly emit: (event: WorkerEvent) => void;
+  /** The worker is RUNNING or REBALANCING. */
+  readonly looping: () => boolean;
+  readonly rebalance: () => Promise<void>;
+}
+
+export function createLoop(parts: WorkerParts, { consumer, config, stats, watch, thread, emit, looping, rebalance }: LoopInput): Loop {
+  const { tasks, collector, progress, transaction, synchronizer, rebalances, globalTables } = parts;
+  return new Loop(
+    {
+      consumer,
+      consumeBatchSize: config.consumeBatchSize,
+      tasks,
+      collector,
+      progress,
+      transaction,
+      synchronizer,
+      stats,
+      emit,
+      looping,
+      watch,
+      rebalancePending: () => rebalances.pending,
+      rebalance,
+      pollGlobalTables: () => globalTables.poll(),
+    },
+    thread,
+  );
 }

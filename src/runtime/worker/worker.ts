@@ -7,29 +7,19 @@ import { parseWorkerConfig, transactionalId, type ResolvedWorkerConfig, type Wor
 import { IllegalTransitionError } from '../base/errors.ts';
 import { noFaults, type FaultHook } from '../base/faults.ts';
 import { claimDefaultInstanceId, lockInstanceId, type InstanceIdClaim } from './instance-id.ts';
-import { refuseLiveNamesake, type InstanceGuardOptions } from '../transaction/instance-guard.ts';
-import type { PartitionProgress } from '../base/partition-progress.ts';
-import type { RebalanceHandler } from '../loop/rebalance.ts';
-import type { WorkerRecordCollector } from '../transaction/record-collector.ts';
+import type { InstanceGuardOptions } from '../transaction/instance-guard.ts';
 import type { WorkerServices } from '../base/worker-services.ts';
 import { StateMachine } from '../base/state-machine.ts';
 import type { Transition, TransitionCount } from '../base/worker-events.ts';
-import type { TaskManager } from '../task/task-manager.ts';
-import type { TransactionalOutput } from '../transaction/output.ts';
-import type { TransactionDriver } from '../transaction/driver.ts';
 import { runtimeTopology, type RuntimeTopology } from '../task/worker-topology.ts';
 import { newWorkerStats, type PartitionLag, type TopicRecordCount, type WorkerEvent, type WorkerStats } from '../base/worker-events.ts';
 import { LOOPING, WORKER_TRANSITIONS, type WorkerState } from './worker-state.ts';
-import { consumerConfig, partitionLag, prepareTopics } from './worker-setup.ts';
-import type { GlobalTableReader } from '../global-tables/global-table-reader.ts';
+import { consumerConfig, partitionLag } from './worker-setup.ts';
 import type { BatchSource } from '../loop/batch-source.ts';
-import { Loop } from '../loop/loop.ts';
-import { checkRetryBudget, learnRecordLimits, startProcessingThread, subscribedConsumer } from './startup.ts';
+import { checkRetryBudget, learnRecordLimits, prepareCluster, prepareSerdes, startProcessingThread, subscribedConsumer } from './startup.ts';
 import type { InteractiveQueries } from '../queries/interactive-queries.ts';
-import { publishEndpoint } from '../queries/endpoints.ts';
 import { LoopWatch } from '../loop/loop-watch.ts';
-import { wireWorker } from './wiring.ts';
-import type { InputSynchronizer } from '../loop/input-synchronizer.ts';
+import { createLoop, wireWorker, type WorkerParts } from './wiring.ts';
 import type { ProcessingThread, ThreadSpawner } from '../offload/processing-thread.ts';
 
 export interface WorkerOptions {
@@ -64,26 +54,19 @@ export class Worker extends EventEmitter {
   private readonly clients: ClientSupplier;
   private readonly services: WorkerServices;
   private readonly lifecycle: StateMachine<WorkerState>;
-  private readonly output: TransactionalOutput;
-  private readonly progress: PartitionProgress;
-  private readonly tasks: TaskManager;
-  private readonly collector: WorkerRecordCollector;
-  private readonly transaction: TransactionDriver;
-  private readonly rebalances: RebalanceHandler;
+  /** The loop's parts, wired in wiring.ts. */
+  private readonly parts: WorkerParts;
   private consumer: KafkaConsumer | undefined;
   private running: Promise<void> | undefined;
   private partitionsByTopic = new Map<string, number>();
   /** Where the loop's batches come from (prefetch, speculation, the processing thread), while it runs. */
   private source: BatchSource | undefined;
-  private readonly globalTables: GlobalTableReader;
   /** Three transaction timeouts, at least 30 s: longer than any one Kafka call of the loop may take. */
   private readonly watch: LoopWatch;
   private readonly threadOption: WorkerOptions['processingThread'];
   private thread: ProcessingThread | undefined;
   /** Reads of the stores' committed state, here or (through the group) on the replica that owns a key. */
   readonly queries: InteractiveQueries;
-  /** Holds back the records of tasks with several inputs until they may go in timestamp order. */
-  private readonly synchronizer: InputSynchronizer;
 
   /** `topology`: a compiled topology (`compile(...)`), or the runtime's view of one. */
   constructor(topology: RuntimeTopology | (TaskPlan & Omit<RuntimeTopology, 'createTask'>), config: WorkerConfigInput, options: WorkerOptions = {}) {
@@ -109,17 +92,7 @@ export class Worker extends EventEmitter {
       consumer: () => this.consumer,
       step: (name) => this.watch.enter(name),
     });
-    ({
-      output: this.output,
-      progress: this.progress,
-      globalTables: this.globalTables,
-      tasks: this.tasks,
-      collector: this.collector,
-      transaction: this.transaction,
-      queries: this.queries,
-      synchronizer: this.synchronizer,
-      rebalances: this.rebalances,
-    } = wireWorker({
+    this.parts = wireWorker({
       topology: this.topology,
       services,
       watch: this.watch,
@@ -129,7 +102,8 @@ export class Worker extends EventEmitter {
       consumer: () => this.consumer,
       consumerClientId: () => this.consumerClientId,
       stopped: () => this.lifecycle.is('STOPPED', 'FAILED'),
-    }));
+    });
+    this.queries = this.parts.queries;
   }
 
   /** The client id the group lists this worker's consumer under. */
@@ -147,7 +121,7 @@ export class Worker extends EventEmitter {
 
   /** Moves of the worker's lifecycle and of its producer's transaction states since it was created. */
   transitionCounts(): TransitionCount[] {
-    return [...this.lifecycle.countRows(), ...this.output.transitionCounts()];
+    return [...this.lifecycle.countRows(), ...this.parts.output.transitionCounts()];
   }
 
   /** Creates internal topics, checks sources, prepares serdes, connects, and starts the loop. */
@@ -165,41 +139,23 @@ export class Worker extends EventEmitter {
   }
 
   private async connectAndRun(): Promise<void> {
-    checkRetryBudget(this.topology, this.config);
-    await this.tasks.loadStateStore();
-    // One admin client for both: short-lived admin clients have been seen to crash the process on teardown (admin.ts).
-    this.partitionsByTopic = await this.clients.withAdmin(
-      this.config.bootstrap,
-      async (admin) => {
-        const partitions = await prepareTopics(admin, this.topology, this.services);
-        // Before this worker's producer exists: its initTransactions would fence a live namesake mid-work.
-        await refuseLiveNamesake(admin, {
-          ...this.guardOptions(),
-          sessionTimeoutMs: this.config.sessionTimeoutMs,
-          claimLocal: () => (this.instanceClaim ??= lockInstanceId(this.config)) !== undefined,
-          stopping: () => this.lifecycle.is('PENDING_SHUTDOWN'),
-        });
-        return partitions;
-      },
-      this.config.kafka,
-    );
-    if (this.config.advertisedUrl !== undefined) {
-      await publishEndpoint({ bootstrap: this.config.bootstrap, kafka: this.config.kafka, withAdmin: this.clients.withAdmin }, this.config.appId, {
-        clientId: this.consumerClientId,
-        instanceId: this.config.instanceId,
-        url: this.config.advertisedUrl,
-      });
-    }
+    const { tasks, output, globalTables, rebalances } = this.parts;
     const startup = { topology: this.topology, config: this.config, clients: this.clients, emit: (e: WorkerEvent) => void this.emit('event', e) };
-    this.tasks.recordLimits = await learnRecordLimits(startup, this.output);
-    for (const { serde, ctx } of this.topology.serdeUsages()) {
-      await serde.prepare?.(ctx, { registryUrl: this.config.registryUrl });
-    }
+    checkRetryBudget(this.topology, this.config);
+    await tasks.loadStateStore();
+    this.partitionsByTopic = await prepareCluster(startup, this.services, {
+      ...this.guardOptions(),
+      sessionTimeoutMs: this.config.sessionTimeoutMs,
+      claimLocal: () => (this.instanceClaim ??= lockInstanceId(this.config)) !== undefined,
+      stopping: () => this.lifecycle.is('PENDING_SHUTDOWN'),
+    });
+    tasks.recordLimits = await learnRecordLimits(startup, output);
+    await prepareSerdes(this.topology, this.config);
     // After the main thread's prepare: a registry that cannot be reached fails the start there, once.
-    this.thread = await startProcessingThread(startup, this.threadOption, this.tasks.recordLimits);
-    await this.globalTables.load({ ...this.services.clientConfig(), 'group.id': this.config.appId }, this.partitionsByTopic);
-    await this.output.connect();
-    this.consumer = await subscribedConsumer(this.clients, this.topology, consumerConfig(this.services.clientConfig(), this.config, this.rebalances.onRebalance, (this.topology.copartitionGroups?.length ?? 0) > 0));
+    this.thread = await startProcessingThread(startup, this.threadOption, tasks.recordLimits);
+    await globalTables.load({ ...this.services.clientConfig(), 'group.id': this.config.appId }, this.partitionsByTopic);
+    await output.connect();
+    this.consumer = await subscribedConsumer(this.clients, this.topology, consumerConfig(this.services.clientConfig(), this.config, rebalances.onRebalance, (this.topology.copartitionGroups?.length ?? 0) > 0));
     this.emit('event', { type: 'started', transactionalId: this.transactionalId } satisfies WorkerEvent);
     if (this.lifecycle.is('STARTING')) this.lifecycle.to('RUNNING', 'start');
     this.watch.start();
@@ -226,25 +182,16 @@ export class Worker extends EventEmitter {
   private async loop(): Promise<void> {
     const consumer = this.consumer;
     if (!consumer) throw new IllegalTransitionError('worker', this.state, 'loop');
-    const loop = new Loop(
-      {
-        consumer,
-        consumeBatchSize: this.config.consumeBatchSize,
-        tasks: this.tasks,
-        collector: this.collector,
-        progress: this.progress,
-        transaction: this.transaction,
-        synchronizer: this.synchronizer,
-        stats: this.stats,
-        emit: (e) => void this.emit('event', e),
-        looping: () => this.lifecycle.is(...LOOPING),
-        watch: this.watch,
-        rebalancePending: () => this.rebalances.pending,
-        rebalance: () => this.rebalance(),
-        pollGlobalTables: () => this.globalTables.poll(),
-      },
-      this.thread,
-    );
+    const loop = createLoop(this.parts, {
+      consumer,
+      config: this.config,
+      stats: this.stats,
+      watch: this.watch,
+      thread: this.thread,
+      emit: (e) => void this.emit('event', e),
+      looping: () => this.lifecycle.is(...LOOPING),
+      rebalance: () => this.rebalance(),
+    });
     this.source = loop.source;
     let clean = false;
     try {
@@ -262,7 +209,7 @@ export class Worker extends EventEmitter {
     this.watch.enter('rebalance');
     this.lifecycle.to('REBALANCING', 'rebalance');
     try {
-      await this.rebalances.handle();
+      await this.parts.rebalances.handle();
     } finally {
       if (this.lifecycle.is('REBALANCING')) this.lifecycle.to('RUNNING', 'rebalance');
     }
@@ -275,33 +222,34 @@ export class Worker extends EventEmitter {
     await (this.source?.close() ?? this.thread?.close());
     this.source = undefined;
     this.thread = undefined;
-    await this.tasks.closeAll(clean);
+    const { tasks, globalTables, transaction, output } = this.parts;
+    await tasks.closeAll(clean);
     if (consumer) await disconnect(consumer, this.config.shutdownTimeoutMs);
-    await this.globalTables.close();
-    await this.transaction.close();
-    await this.output.close();
+    await globalTables.close();
+    await transaction.close();
+    await output.close();
     this.consumer = undefined;
     this.instanceClaim?.release();
     this.emit('event', { type: 'stopped', state: clean ? 'STOPPED' : 'FAILED' } satisfies WorkerEvent);
   }
 
   topicRecords(): TopicRecordCount[] {
-    return this.collector.topicRecords();
+    return this.parts.collector.topicRecords();
   }
 
   /** Lag of each owned source partition, from the client's cached end offsets (no broker round trip). */
   partitionLag(): PartitionLag[] {
-    return this.consumer ? partitionLag(this.consumer, this.tasks.ownedPartitions(), this.progress) : [];
+    return this.consumer ? partitionLag(this.consumer, this.parts.tasks.ownedPartitions(), this.parts.progress) : [];
   }
 
   /** Per join stage, stream records that found no row in the table (committed transactions). */
   joinMisses(): ReadonlyMap<string, number> {
-    return this.tasks.joinMisses;
+    return this.parts.tasks.joinMisses;
   }
 
   /** Tasks waiting for one of their inputs now: the input, and for how long. */
   waitingTasks(): readonly { readonly task: string; readonly partition: string; readonly forMs: number }[] {
-    return this.synchronizer.waitingTasks();
+    return this.parts.synchronizer.waitingTasks();
   }
 
   /** Partition counts of every topic the application uses, once started. */
