@@ -10,7 +10,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { cpus, release, totalmem } from 'node:os';
 import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { stopLocalCluster } from '../src/kafka/local-cluster.ts';
@@ -25,7 +25,7 @@ import { compile } from '../src/graph/compile.ts';
 import type { TopologyBuilder } from '../src/dsl/builder.ts';
 import { OutputReader, endOffsets, groupProgress, percentile, sampleProc, type ProcSample } from './lib/measure.ts';
 import { GroupOffsets } from '../src/kafka/group-offsets.ts';
-import { CONTENDERS, PIPELINES, ensureKafkaStreamsPeer, launchSpec, onceflowTopologyFile, type BenchPipeline, type ContenderName } from './lib/contenders.ts';
+import { CONTENDERS, DEFAULT_CONTENDERS, PIPELINES, ensureKafkaStreamsPeer, launchSpec, onceflowTopologyFile, type BenchPipeline, type ContenderName } from './lib/contenders.ts';
 import { PROBE_PREFIX, inputFor, modelFor, probeRecord } from './lib/models.ts';
 import { summarize, renderTable, renderSvg, updateReadme, type RunResult, type BenchResults } from './lib/report.ts';
 
@@ -43,6 +43,7 @@ const { values: flags } = parseArgs({
     'probe-seconds': { type: 'string' },
     'run-timeout-s': { type: 'string' },
     'sweep-pipelines': { type: 'string' },
+    baseline: { type: 'string' },
   },
   allowPositionals: false,
 });
@@ -62,7 +63,9 @@ const QUICK_RECORDS: Record<BenchPipeline, number> = { 'filter-map': 20_000, 'wo
 const quick = flags.quick ?? false;
 const pipelinesToRun = (flags.pipelines?.split(',').map((s) => s.trim()).filter(Boolean) ?? [...PIPELINES]) as BenchPipeline[];
 for (const p of pipelinesToRun) if (!PIPELINES.includes(p)) throw new Error(`unknown pipeline ${p} (one of ${PIPELINES.join(', ')})`);
-let contenders = (flags.contenders?.split(',').map((s) => s.trim()).filter(Boolean) ?? [...CONTENDERS]) as ContenderName[];
+if (flags.baseline !== undefined) process.env.ONCEFLOW_BENCH_BASELINE = resolve(flags.baseline);
+const defaultContenders: readonly ContenderName[] = flags.baseline !== undefined ? ['onceflow-eos', 'baseline-eos'] : DEFAULT_CONTENDERS;
+let contenders = (flags.contenders?.split(',').map((s) => s.trim()).filter(Boolean) ?? [...defaultContenders]) as ContenderName[];
 for (const c of contenders) if (!CONTENDERS.includes(c)) throw new Error(`unknown contender ${c} (one of ${CONTENDERS.join(', ')})`);
 const rounds = Number(flags.rounds ?? 2);
 const sweep = !(flags['no-sweep'] ?? false);
@@ -264,7 +267,7 @@ async function runOne(o: RunOne): Promise<RunResult> {
 
     const spec = launchSpec(o.contender, { pipeline: o.pipeline, bootstrap: BOOT, input: o.input, output, appId: o.appId, commitIntervalMs: o.commitMs });
     const startedAt = Date.now();
-    const child = spawn(spec.cmd, spec.args, { env: { ...process.env, ...spec.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(spec.cmd, spec.args, { env: { ...process.env, ...spec.env }, stdio: ['ignore', 'pipe', 'pipe'], ...(spec.cwd === undefined ? {} : { cwd: spec.cwd }) });
     const pid = child.pid!;
     children.add(pid);
     const errLog = createWriteStream(join(tmpDir, `${o.appId}.err`));
@@ -403,7 +406,7 @@ async function runOne(o: RunOne): Promise<RunResult> {
     };
 
     if (!error && !interrupted) {
-      if (o.contender === 'onceflow-eos' || o.contender === 'onceflow-alos') result.verify = await verifyOnceflow(o, output).catch((e: unknown) => ((verifyNotes.push(`${o.appId}: verify failed to run: ${(e as Error).message}`), undefined)));
+      if (o.contender === 'onceflow-eos' || o.contender === 'onceflow-alos' || o.contender === 'baseline-eos') result.verify = await verifyOnceflow(o, output).catch((e: unknown) => ((verifyNotes.push(`${o.appId}: verify failed to run: ${(e as Error).message}`), undefined)));
       if (o.pipeline !== 'filter-map' && !o.sweep && (o.contender === 'onceflow-eos' || o.contender === 'kafka-streams-eos')) {
         const recs = await readTopic(BOOT, output);
         finals.set(`${o.pipeline}/${o.contender}/${o.round}`, lastByKey(recs, (r) => ({ key: r.key?.toString() ?? '', value: String(JSON.parse(r.value?.toString() ?? 'null')) })));

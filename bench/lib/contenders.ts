@@ -2,8 +2,21 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
-export type ContenderName = 'onceflow-eos' | 'onceflow-alos' | 'kafka-streams-eos' | 'limit';
-export const CONTENDERS: readonly ContenderName[] = ['onceflow-eos', 'onceflow-alos', 'kafka-streams-eos', 'limit'];
+export type ContenderName = 'onceflow-eos' | 'onceflow-alos' | 'kafka-streams-eos' | 'limit' | 'baseline-eos';
+/** Every contender, in report order. */
+export const CONTENDERS: readonly ContenderName[] = ['onceflow-eos', 'baseline-eos', 'onceflow-alos', 'kafka-streams-eos', 'limit'];
+/** What runs without --contenders or --baseline. */
+export const DEFAULT_CONTENDERS: readonly ContenderName[] = ['onceflow-eos', 'onceflow-alos', 'kafka-streams-eos', 'limit'];
+
+/**
+ * `baseline-eos` is onceflow EOS run from another checkout (--baseline DIR, kept here as
+ * ONCEFLOW_BENCH_BASELINE): old main against new main, alternating on one broker.
+ */
+export function baselineDir(): string {
+  const dir = process.env.ONCEFLOW_BENCH_BASELINE;
+  if (dir === undefined || !existsSync(join(dir, 'src', 'cli', 'main.ts'))) throw new Error(`baseline-eos needs --baseline <checkout with src/cli/main.ts> (got ${dir ?? 'none'})`);
+  return dir;
+}
 
 export type BenchPipeline = 'filter-map' | 'word-count' | 'orders' | 'word-count-8x1000' | 'customer-sum';
 export const PIPELINES: readonly BenchPipeline[] = ['filter-map', 'word-count', 'orders', 'word-count-8x1000', 'customer-sum'];
@@ -15,6 +28,8 @@ export interface LaunchSpec {
   readonly cmd: string;
   readonly args: string[];
   readonly env: Record<string, string>;
+  /** The directory it runs in; the bench's own checkout when absent. */
+  readonly cwd?: string;
 }
 
 export interface RunTarget {
@@ -59,6 +74,8 @@ export function topicEnv(pipeline: BenchPipeline, input: string, output: string)
 
 export function launchSpec(contender: ContenderName, t: RunTarget): LaunchSpec {
   switch (contender) {
+    case 'baseline-eos':
+      return { ...launchSpec('onceflow-eos', t), cwd: baselineDir() };
     case 'onceflow-eos':
     case 'onceflow-alos':
       return {

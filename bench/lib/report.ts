@@ -57,7 +57,7 @@ export interface BenchResults {
   versions: Record<string, string>;
   settings: Record<string, unknown>;
   summary: Record<string, Partial<Record<ContenderName, ContenderSummary>>>;
-  ratios: Record<string, { eosVsKafkaStreams: number | undefined; eosVsAtLeastOnce: number | undefined; eosVsLimit: number | undefined }>;
+  ratios: Record<string, { eosVsKafkaStreams: number | undefined; eosVsAtLeastOnce: number | undefined; eosVsLimit: number | undefined; eosVsBaseline?: number | undefined }>;
   p99Ms: Record<string, Partial<Record<ContenderName, number | undefined>>>;
   sweep: Record<string, Record<string, { throughput: number | undefined; p50Ms: number | undefined; p99Ms: number | undefined }>>;
   kafkaStreamsAgreement: Record<string, { compared: boolean; equal: boolean | undefined; detail: string }>;
@@ -100,6 +100,7 @@ export function summarize(runs: readonly RunResult[], pipelines: readonly BenchP
       eosVsKafkaStreams: ratio(s['onceflow-eos']?.throughput, s['kafka-streams-eos']?.throughput),
       eosVsAtLeastOnce: ratio(s['onceflow-eos']?.throughput, s['onceflow-alos']?.throughput),
       eosVsLimit: ratio(s['onceflow-eos']?.throughput, s.limit?.throughput),
+      eosVsBaseline: ratio(s['onceflow-eos']?.throughput, s['baseline-eos']?.throughput),
     };
     const eos = runs.filter((r) => r.pipeline === p && r.contender === 'onceflow-eos');
     const intervals = [...new Set(eos.map((r) => r.commitIntervalMs))].sort((a, b) => a - b);
@@ -133,6 +134,11 @@ export function renderTable(r: BenchResults): string {
   lines.push('| pipeline | onceflow EOS / Kafka Streams EOS | onceflow EOS / onceflow ALOS | onceflow EOS / limit |');
   lines.push('|---|---:|---:|---:|');
   for (const [p, x] of Object.entries(r.ratios)) lines.push(`| ${p} | ${fr(x.eosVsKafkaStreams)} | ${fr(x.eosVsAtLeastOnce)} | ${fr(x.eosVsLimit)} |`);
+  const againstBaseline = Object.entries(r.ratios).filter(([, x]) => x.eosVsBaseline !== undefined);
+  if (againstBaseline.length > 0) {
+    lines.push('', `| pipeline | onceflow EOS / baseline EOS (${process.env.ONCEFLOW_BENCH_BASELINE ?? '--baseline'}) |`, '|---|---:|');
+    for (const [p, x] of againstBaseline) lines.push(`| ${p} | ${fr(x.eosVsBaseline)} |`);
+  }
   if (Object.keys(r.sweep).length) {
     lines.push('');
     lines.push('| pipeline | commit interval (ms) | onceflow EOS throughput (rec/s) | p50 (ms) | p99 (ms) |');
@@ -147,7 +153,7 @@ export function renderTable(r: BenchResults): string {
   return lines.join('\n');
 }
 
-const COLORS: Record<ContenderName, string> = { 'onceflow-eos': '#2b6cb0', 'onceflow-alos': '#90cdf4', 'kafka-streams-eos': '#dd6b20', limit: '#718096' };
+const COLORS: Record<ContenderName, string> = { 'onceflow-eos': '#2b6cb0', 'baseline-eos': '#a0aec0', 'onceflow-alos': '#90cdf4', 'kafka-streams-eos': '#dd6b20', limit: '#718096' };
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 

@@ -1,4 +1,4 @@
-import type { Windowed } from '../dsl/types.ts';
+import type { Windowed } from '../core/windowed.ts';
 import type { Serde, SerdeContext } from '../serdes/serde.ts';
 import { sessionStoreKey, splitSessionStoreKey } from './session.ts';
 import { splitWindowStoreKey, windowStoreKey } from './windowed.ts';

@@ -221,3 +221,25 @@ for (const { layer, rule, allows } of LAYER_RULES) {
     assert.deepEqual(upward, [], rule);
   });
 }
+
+/**
+ * src/runtime's rooms, highest first: a room imports only rooms after it, so a newcomer reads the
+ * worker down to the stage base and a change in a lower room never needs a higher one.
+ */
+const RUNTIME_ROOMS: readonly (readonly string[])[] = [['worker'], ['loop'], ['offload'], ['transaction'], ['queries'], ['task'], ['global-tables'], ['nodes'], ['base']];
+
+test('the rooms of src/runtime import only rooms below them (worker → loop → offload → transaction → queries → task → global-tables → nodes → base)', () => {
+  const rank = (file: string): number | undefined => {
+    const room = /^runtime\/([^/]+)\//.exec(file)?.[1];
+    if (room === undefined) return undefined;
+    const at = RUNTIME_ROOMS.findIndex((rooms) => rooms.includes(room));
+    assert.ok(at >= 0, `src/runtime/${room}/ is in no rank of RUNTIME_ROOMS: place it`);
+    return at;
+  };
+  const files = [...graph.edges.keys()].filter((f) => under(f, 'runtime'));
+  assert.ok(files.some((f) => f.startsWith('runtime/worker/')) && files.some((f) => f.startsWith('runtime/base/')), 'no runtime rooms found: the rule checks nothing');
+  const loose = files.filter((f) => rank(f) === undefined);
+  assert.deepEqual(loose, [], 'files directly under src/runtime belong in a room');
+  const backwards = edgeList.filter((e) => under(e.from, 'runtime') && under(e.to, 'runtime') && rank(e.to)! < rank(e.from)!).map((e) => `${e.from} -> ${e.to}`);
+  assert.deepEqual(backwards, [], 'an import from a lower runtime room into a higher one');
+});
