@@ -1,6 +1,6 @@
 import { OnceflowError } from '../errors.ts';
 import type { Serde, SerdeContext } from '../serdes/serde.ts';
-import type { TopologyBuilder } from '../dsl/builder.ts';
+import type { TopologyBuilder } from '../dsl/topology-builder.ts';
 import { compile } from '../graph/compile.ts';
 import type { CompiledTopology } from '../graph/compiled.ts';
 import type { CommitCollector, IncomingRecord, OutgoingRecord, RecordHeader } from '../core/records.ts';
