@@ -22,7 +22,7 @@ import { verify, lastByKey, type VerifyReport } from '../src/verify/verify.ts';
 import { readTopic } from '../src/kafka/read-topic.ts';
 import { loadTopology } from '../src/dsl/load.ts';
 import { compile } from '../src/graph/compile.ts';
-import type { TopologyBuilder } from '../src/dsl/builder.ts';
+import type { TopologyBuilder } from '../src/dsl/topology-builder.ts';
 import { OutputReader, endOffsets, groupProgress, percentile, sampleProc, type ProcSample } from './lib/measure.ts';
 import { GroupOffsets } from '../src/kafka/group-offsets.ts';
 import { CONTENDERS, DEFAULT_CONTENDERS, PIPELINES, ensureKafkaStreamsPeer, launchSpec, onceflowTopologyFile, type BenchPipeline, type ContenderName } from './lib/contenders.ts';

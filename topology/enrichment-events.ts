@@ -1,4 +1,4 @@
-import { TopologyBuilder } from '../src/dsl/builder.ts';
+import { TopologyBuilder } from '../src/dsl/topology-builder.ts';
 import { jsonSerde, stringSerde } from '../src/serdes/index.ts';
 import { sumPerSegment } from './enrichment.ts';
 import { asCustomer, asOrder, enrich, isCustomerEvent, isOrderEvent, type Customer, type EnrichedOrder, type EnrichmentEvent, type EnrichmentOrder } from '../processors/enrichment.ts';

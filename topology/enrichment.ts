@@ -1,4 +1,5 @@
-import { TopologyBuilder, type Stream } from '../src/dsl/builder.ts';
+import { TopologyBuilder } from '../src/dsl/topology-builder.ts';
+import type { Stream } from '../src/dsl/stream.ts';
 import { jsonSerde, stringSerde } from '../src/serdes/index.ts';
 import { addAmount, customerIdOf, enrich, segmentOf, type Customer, type EnrichedOrder, type EnrichmentOrder } from '../processors/enrichment.ts';
 

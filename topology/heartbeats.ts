@@ -1,4 +1,4 @@
-import { TopologyBuilder } from '../src/dsl/builder.ts';
+import { TopologyBuilder } from '../src/dsl/topology-builder.ts';
 import { countSerde } from '../src/state/internal-serdes.ts';
 import { jsonSerde, stringSerde } from '../src/serdes/index.ts';
 import type { Click } from './sessions.ts';

@@ -1,4 +1,4 @@
-import { TopologyBuilder } from '../src/dsl/builder.ts';
+import { TopologyBuilder } from '../src/dsl/topology-builder.ts';
 import { jsonSerde, registryAvroSerde, stringSerde, type Serde } from '../src/serdes/index.ts';
 import { applyOrder, emptyCustomerPaid, eventIdOf, versionOf, type CustomerPaid, type Order } from '../processors/orders.ts';
 

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { TopologyBuilder } from '../src/dsl/builder.ts';
+import { TopologyBuilder } from '../src/dsl/topology-builder.ts';
 import { jsonSerde, stringSerde } from '../src/serdes/index.ts';
 import type { DebitEvent } from '../src/effects/demo-accounts.ts';
 import { debitEffect, parseDebitMode, type DebitApplied } from '../processors/payments.ts';

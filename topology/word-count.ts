@@ -1,4 +1,4 @@
-import { TopologyBuilder } from '../src/dsl/builder.ts';
+import { TopologyBuilder } from '../src/dsl/topology-builder.ts';
 import { jsonSerde, stringSerde } from '../src/serdes/index.ts';
 import { splitWords } from '../processors/words.ts';
 

@@ -2,7 +2,8 @@ import { join } from 'node:path';
 import { OnceflowError } from '../errors.ts';
 import { requireBroker } from '../kafka/broker-probe.ts';
 import type { ClientOptions } from '../kafka/admin.ts';
-import { defaultClusterDir, isAlive, readClusterInfo } from '../kafka/local-cluster.ts';
+import { defaultClusterDir, readClusterInfo } from '../kafka/cluster-info.ts';
+import { isAlive } from '../kafka/processes.ts';
 import type { ConfigOrigin } from './config-sources.ts';
 
 /** No broker address anywhere: not on the command line, not in the environment, no `dev up` cluster. */

@@ -3,7 +3,10 @@ import { readFileSync } from 'node:fs';
 import { parseAcls } from '../kafka/acls.ts';
 import { BrokerCluster, BrokerCountError } from '../kafka/broker-cluster.ts';
 import { intAtLeast } from './int-option.ts';
-import { defaultClusterDir, isAlive, LocalClusterError, readClusterInfo, startLocalCluster, stopLocalCluster, type LocalClusterInfo } from '../kafka/local-cluster.ts';
+import { startLocalCluster, stopLocalCluster } from '../kafka/local-cluster.ts';
+import { defaultClusterDir, readClusterInfo, type LocalClusterInfo } from '../kafka/cluster-info.ts';
+import { isAlive } from '../kafka/processes.ts';
+import { LocalClusterError } from '../kafka/errors.ts';
 import { applySecurity, newPassword, SCRAM_MECHANISM, type SecureClusterInfo } from '../kafka/security.ts';
 
 function secureClusterIn(dir: string): { info: LocalClusterInfo; secure: SecureClusterInfo } {

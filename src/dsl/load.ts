@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { OnceflowError } from '../errors.ts';
-import { isTopologyBuilder, type TopologyBuilder } from './builder.ts';
+import { isTopologyBuilder, type TopologyBuilder } from './topology-builder.ts';
 
 export class TopologyLoadError extends OnceflowError {
   readonly code = 'TOPOLOGY_LOAD_FAILED';

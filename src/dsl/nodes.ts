@@ -208,3 +208,12 @@ export interface NodeDef {
   readonly keySerde?: Serde<unknown>;
   readonly valueSerde?: Serde<unknown>;
 }
+
+/**
+ * What a stream or table handle needs of the builder that made it: the nodes so far, and a way to append
+ * one. Typed apart from TopologyBuilder, which makes the handles, so that their modules need not import it.
+ */
+export interface NodeRecorder {
+  readonly nodes: readonly NodeDef[];
+  addNode(spec: StageSpec, parents: readonly number[], userName: string | undefined, keySerde: Serde<unknown> | undefined, valueSerde: Serde<unknown> | undefined): number;
+}

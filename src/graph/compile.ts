@@ -1,5 +1,5 @@
 import type { Serde } from '../serdes/serde.ts';
-import type { TopologyBuilder } from '../dsl/builder.ts';
+import type { TopologyBuilder } from '../dsl/topology-builder.ts';
 import { STAGE_KINDS, type StageKind, type StageSpec } from '../dsl/nodes.ts';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, type WindowSpec } from '../dsl/types.ts';
 import type { SessionWindowSpec } from '../dsl/session-windows.ts';

@@ -5,26 +5,18 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { OnceflowError } from '../errors.ts';
 import { withAdmin } from './admin.ts';
 import { FaultProxy } from './fault-proxy.ts';
-import {
-  freePort,
-  isAlive,
-  killQuietly,
-  LocalClusterError,
-  newClusterId,
-  readClusterInfo,
-  startBroker,
-  startRegistry,
-  stopLocalCluster,
-  stopProcess,
-  writeClusterInfo,
-  type ClusterNodeInfo,
-  type ClusterNodeSettings,
-  type LocalClusterInfo,
-} from './local-cluster.ts';
+import { LocalClusterError } from './errors.ts';
+import { readClusterInfo, writeClusterInfo, type ClusterNodeInfo, type LocalClusterInfo } from './cluster-info.ts';
+import { newClusterId, type ClusterNodeSettings } from './broker-config.ts';
+import { freePort } from './ports.ts';
+import { isAlive, killQuietly, stopProcess } from './processes.ts';
+import { startBroker } from './broker-process.ts';
+import { startRegistry } from './registry-process.ts';
+import { stopLocalCluster } from './local-cluster.ts';
 
 /**
  * A local KRaft cluster of several combined broker+controller nodes from the same jars as the single dev
- * broker (local-cluster.ts starts each node): replication factor 3 and min.insync.replicas 2 for every topic,
+ * broker (broker-process.ts starts each node): replication factor 3 and min.insync.replicas 2 for every topic,
  * the consumer offsets and the transaction log included, so that one node can die without losing a committed
  * record or a transaction's state. With `proxies`, a FaultProxy in this process sits in front of each node's
  * client listener and the nodes advertise it, so every client connection can be stalled, delayed or cut;

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { LocalClusterError } from './errors.ts';
 import { projectRoot } from './paths.ts';
 
-// Apart from local-cluster.ts so that security.ts can run Kafka's Java admin without importing the
+// Apart from broker-process.ts so that security.ts can run Kafka's Java admin without importing the
 // module that imports it.
 
 const cacheDir = (): string => process.env.ONCEFLOW_CACHE ?? join(projectRoot(), '.cache');

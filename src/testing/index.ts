@@ -1,3 +1,7 @@
-export { TopologyTestDriver, UnknownTestTopicError, UnknownTestStoreError, DriverBusyError } from './test-driver.ts';
-export type { TestDriverOptions, PipeOptions, TestRecord, DeadLetter, LoggedRecord, TestInputTopic, TestOutputTopic, TestStore, TestStoreQuery } from './test-driver.ts';
+export { TopologyTestDriver, type TestDriverOptions } from './test-driver.ts';
+export { UnknownTestTopicError, UnknownTestStoreError, DriverBusyError } from './driver-errors.ts';
+export type { PipeOptions, TestRecord, TestInputTopic, TestOutputTopic } from './topic-handles.ts';
+export type { DeadLetter } from './dead-letters.ts';
+export type { LoggedRecord } from './topic-log.ts';
+export type { TestStore, TestStoreQuery } from './store-views.ts';
 export { murmur2, partitionFor } from './partitioner.ts';

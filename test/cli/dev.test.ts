@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { isAlive } from '../../src/kafka/local-cluster.ts';
+import { isAlive } from '../../src/kafka/processes.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'onceflow-dev-'));
 const onceflow = (...args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'dev', ...args, '--dir', dir], { encoding: 'utf8', timeout: 120_000 });

@@ -4,7 +4,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { isAlive, type LocalClusterInfo } from '../../src/kafka/local-cluster.ts';
+import { isAlive } from '../../src/kafka/processes.ts';
+import type { LocalClusterInfo } from '../../src/kafka/cluster-info.ts';
 import { projectRoot } from '../../src/kafka/paths.ts';
 import { eventually } from '../../src/verify/worker-process.ts';
 

@@ -8,7 +8,7 @@ import { describeJson } from '../../src/cli/describe.ts';
 import { LiveState } from '../../src/console/live-state.ts';
 import { memberSample, SampleWindow } from '../../src/console/member-metrics.ts';
 import { topologyGraph } from '../../src/console/topology-graph.ts';
-import { TopologyBuilder } from '../../src/dsl/builder.ts';
+import { TopologyBuilder } from '../../src/dsl/topology-builder.ts';
 import { compile } from '../../src/graph/compile.ts';
 import type { AdminClient } from '../../src/kafka/admin.ts';
 import { attachMetrics } from '../../src/observability/metrics.ts';

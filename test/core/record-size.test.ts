@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { TopologyBuilder } from '../../src/dsl/builder.ts';
+import { TopologyBuilder } from '../../src/dsl/topology-builder.ts';
 import { DEAD_LETTER_EXCERPT_BYTES, maxRecordBytesFor } from '../../src/core/record-size.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 import { TopologyTestDriver } from '../../src/testing/test-driver.ts';

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TopologyBuilder, isTopologyBuilder, type Stream } from '../../src/dsl/builder.ts';
+import { TopologyBuilder, isTopologyBuilder } from '../../src/dsl/topology-builder.ts';
+import type { Stream } from '../../src/dsl/stream.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 import { TopologyTestDriver } from '../../src/testing/test-driver.ts';
 import { compile } from '../../src/graph/index.ts';

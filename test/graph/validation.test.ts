@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TopologyBuilder } from '../../src/dsl/builder.ts';
+import { TopologyBuilder } from '../../src/dsl/topology-builder.ts';
 import { tumblingWindow } from '../../src/dsl/windows.ts';
 import { compile } from '../../src/graph/compile.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';

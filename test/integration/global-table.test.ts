@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { TopologyBuilder } from '../../src/dsl/builder.ts';
+import { TopologyBuilder } from '../../src/dsl/topology-builder.ts';
 import { compile } from '../../src/graph/index.ts';
 import { readTopic } from '../../src/kafka/read-topic.ts';
 import { Worker } from '../../src/runtime/worker/worker.ts';

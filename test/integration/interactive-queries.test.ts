@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
-import { TopologyBuilder } from '../../src/dsl/builder.ts';
+import { TopologyBuilder } from '../../src/dsl/topology-builder.ts';
 import { compile } from '../../src/graph/compile.ts';
 import { startObservability, type ObservabilityServer } from '../../src/observability/health.ts';
 import { kafkaClients, type ClientSupplier } from '../../src/runtime/base/client-supplier.ts';

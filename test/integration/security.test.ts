@@ -9,7 +9,8 @@ import type { ClientOptions } from '../../src/kafka/admin.ts';
 import { isKafkaError } from '../../src/kafka/clients.ts';
 import { projectRoot } from '../../src/kafka/paths.ts';
 import { readTopic } from '../../src/kafka/read-topic.ts';
-import { startLocalCluster, stopLocalCluster, type LocalClusterInfo } from '../../src/kafka/local-cluster.ts';
+import { startLocalCluster, stopLocalCluster } from '../../src/kafka/local-cluster.ts';
+import type { LocalClusterInfo } from '../../src/kafka/cluster-info.ts';
 import { adminClientOptions, applySecurity, newPassword, scramClientOptions } from '../../src/kafka/security.ts';
 import { TestRun } from '../support/runs.ts';
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TopologyBuilder } from '../../src/dsl/builder.ts';
+import { TopologyBuilder } from '../../src/dsl/topology-builder.ts';
 import { compile } from '../../src/graph/index.ts';
 import { parseWorkerConfig } from '../../src/runtime/base/config.ts';
 import type { WorkerServices } from '../../src/runtime/base/worker-services.ts';

@@ -26,7 +26,7 @@ test('the orders topology needs READ on its input and group, WRITE on its output
 });
 
 test('a dead-letter topic the topology names gets its own literal WRITE grant', async () => {
-  const { TopologyBuilder } = await import('../../src/dsl/builder.ts');
+  const { TopologyBuilder } = await import('../../src/dsl/topology-builder.ts');
   const { stringSerde } = await import('../../src/serdes/index.ts');
   const app = new TopologyBuilder({ appId: 'copy', deadLetterTopic: 'all-dead-letters' });
   app.stream('in', { key: stringSerde, value: stringSerde }).to('out', { key: stringSerde, value: stringSerde });

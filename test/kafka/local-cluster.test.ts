@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { brokerProperties, newClusterId } from '../../src/kafka/local-cluster.ts';
+import { brokerProperties, newClusterId } from '../../src/kafka/broker-config.ts';
 
 test('the single-node broker is configured for transactions with replication factor 1', () => {
   const props = brokerProperties({ brokerPort: 19092, controllerPort: 19093, dataDir: '/tmp/x' });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { LINEAGE, parseLineage } from '../../src/core/headers.ts';
 import type { IncomingRecord } from '../../src/core/records.ts';
-import { TopologyBuilder } from '../../src/dsl/builder.ts';
+import { TopologyBuilder } from '../../src/dsl/topology-builder.ts';
 import { compile } from '../../src/graph/compile.ts';
 import { parseWorkerConfig } from '../../src/runtime/base/config.ts';
 import { kafkaClients } from '../../src/runtime/base/client-supplier.ts';

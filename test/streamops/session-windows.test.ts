@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TopologyBuilder } from '../../src/dsl/builder.ts';
+import { TopologyBuilder } from '../../src/dsl/topology-builder.ts';
 import { SessionWindows } from '../../src/dsl/session-windows.ts';
 import type { Windowed } from '../../src/dsl/types.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TopologyBuilder } from '../../src/dsl/builder.ts';
+import { TopologyBuilder } from '../../src/dsl/topology-builder.ts';
 import { SessionWindows } from '../../src/dsl/session-windows.ts';
 import { Suppressed, type SuppressSpec } from '../../src/dsl/suppress.ts';
 import { hoppingWindow, tumblingWindow } from '../../src/dsl/windows.ts';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { TopologyBuilder } from '../../src/dsl/builder.ts';
+import { TopologyBuilder } from '../../src/dsl/topology-builder.ts';
 import { compile } from '../../src/graph/index.ts';
 import { stringSerde } from '../../src/serdes/index.ts';
 import { testCluster, uniqueName } from './cluster.ts';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Command } from 'commander';
 import { compile } from '../../src/graph/compile.ts';
 import { describeTopology, describeJson, registerDescribe, type TopologyDescription } from '../../src/cli/describe.ts';
-import { TopologyBuilder } from '../../src/dsl/builder.ts';
+import { TopologyBuilder } from '../../src/dsl/topology-builder.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 import { ordersTopology } from '../../topology/orders.ts';
 import { wordCountTopology } from '../../topology/word-count.ts';

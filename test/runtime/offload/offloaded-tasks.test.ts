@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { LINEAGE } from '../../../src/core/headers.ts';
 import type { IncomingRecord, OutgoingRecord } from '../../../src/core/records.ts';
 import { RecordSizeLimits } from '../../../src/core/record-size.ts';
-import { TopologyBuilder } from '../../../src/dsl/builder.ts';
+import { TopologyBuilder } from '../../../src/dsl/topology-builder.ts';
 import { compile } from '../../../src/graph/compile.ts';
 import { OffloadedTasks, offloadableSubtopologies } from '../../../src/runtime/offload/offloaded-tasks.ts';
 import type { FromThread, ThreadPort, ToThread } from '../../../src/runtime/offload/processing-thread.ts';
