@@ -13,7 +13,7 @@ import { errorCode } from '../../core/stage-errors.ts';
 import { RuntimeNode, type Spec } from './runtime-node.ts';
 import type { Step } from './step.ts';
 
-type AnyContext = ProcessorContext<unknown, unknown, unknown, unknown>;
+type AnyProcessorContext = ProcessorContext<unknown, unknown, unknown, unknown>;
 
 /** The boundaries a punctuation last ran at: as of now, of the last record that succeeded, of the last commit. */
 class Schedule {
@@ -48,7 +48,7 @@ export class ProcessNode extends RuntimeNode {
   #forwarded: [unknown, unknown][] = [];
   /** `timestamp` a punctuation sees: its boundary; undefined while a record is processed. */
   #punctuationTime: number | undefined;
-  readonly #context: AnyContext;
+  readonly #context: AnyProcessorContext;
 
   constructor(task: TaskState, node: CompiledNode, state: { store: TransactionalStore; spec: CompiledStore } | undefined) {
     super(task, node);
