@@ -211,12 +211,14 @@ const out: BenchResults = {
   runs: results,
 };
 mkdirSync(join('bench', 'results'), { recursive: true });
-const jsonFile = join('bench', 'results', `${date}${quick ? '-quick' : ''}.json`);
+// An A/B against a baseline checkout is not the day's standing against the peers: its own files, and the README's table stays.
+const suffix = flags.baseline !== undefined ? '-baseline' : quick ? '-quick' : '';
+const jsonFile = join('bench', 'results', `${date}${suffix}.json`);
 writeFileSync(jsonFile, `${JSON.stringify(out, null, 2)}\n`);
 if (flags.json && flags.json !== jsonFile) writeFileSync(flags.json, `${JSON.stringify(out, null, 2)}\n`);
-const svgFile = join('bench', 'results', `${date}${quick ? '-quick' : ''}.svg`);
+const svgFile = join('bench', 'results', `${date}${suffix}.svg`);
 writeFileSync(svgFile, renderSvg(out));
-updateReadme(join('bench', 'README.md'), out, jsonFile, svgFile);
+if (flags.baseline === undefined) updateReadme(join('bench', 'README.md'), out, jsonFile, svgFile);
 process.stdout.write(`${renderTable(out)}\n\nresults: ${jsonFile}\nchart:   ${svgFile}\n`);
 
 // ---------------------------------------------------------------------------------------------
