@@ -13,7 +13,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { projectRoot } from '../src/kafka/paths.ts';
-import { runChaos, type ChaosOptions, type ChaosResult } from '../src/verify/chaos.ts';
+import type { ChaosOptions } from '../src/verify/chaos/options.ts';
+import type { ChaosResult } from '../src/verify/chaos/result.ts';
+import { runChaos } from '../src/verify/chaos/run-chaos.ts';
 
 const { values } = parseArgs({
   options: {

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
-import { runChaos } from '../verify/chaos.ts';
+import { runChaos } from '../verify/chaos/run-chaos.ts';
 import { durationMs } from './duration-option.ts';
 import { intAtLeast } from './int-option.ts';
 import type { PipelineName } from '../verify/pipelines.ts';

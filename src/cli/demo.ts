@@ -2,7 +2,8 @@ import { join } from 'node:path';
 import { Option, type Command } from 'commander';
 import { startLocalCluster, stopLocalCluster } from '../kafka/local-cluster.ts';
 import { projectRoot } from '../kafka/paths.ts';
-import { runChaos, type ChaosResult } from '../verify/chaos.ts';
+import { runChaos } from '../verify/chaos/run-chaos.ts';
+import type { ChaosResult } from '../verify/chaos/result.ts';
 import { runEffectsChaos } from '../verify/effects-chaos.ts';
 import { intAtLeast } from './int-option.ts';
 

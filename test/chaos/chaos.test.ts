@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { runChaos } from '../../src/verify/chaos.ts';
+import { runChaos } from '../../src/verify/chaos/run-chaos.ts';
 import { testCluster } from '../support/cluster.ts';
 
 const base = { records: 20_000, replicas: 3, kills: 5, poison: 4, seed: 5, feedMs: 15_000 } as const;

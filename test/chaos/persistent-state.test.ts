@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { runChaos } from '../../src/verify/chaos.ts';
+import { runChaos } from '../../src/verify/chaos/run-chaos.ts';
 import { testCluster } from '../support/cluster.ts';
 
 test('persistent stores with running checkpoints: 3 SIGKILLs of 2 replicas, each resuming from its local stores, leave exact totals, no duplicate, no loss', async () => {

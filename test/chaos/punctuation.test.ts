@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { runChaos } from '../../src/verify/chaos.ts';
+import { runChaos } from '../../src/verify/chaos/run-chaos.ts';
 import { testCluster } from '../support/cluster.ts';
 
 test('punctuation survives 3 SIGKILLs of 2 replicas: exact stream-time ticks and counts, wall-clock heartbeats 1, 2, 3, ... per partition, no duplicate, no loss', async () => {

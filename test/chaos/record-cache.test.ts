@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { runChaos } from '../../src/verify/chaos.ts';
+import { runChaos } from '../../src/verify/chaos/run-chaos.ts';
 import { pipelines } from '../../src/verify/pipelines.ts';
 import { testCluster } from '../support/cluster.ts';
 

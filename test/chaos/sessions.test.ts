@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { runChaos } from '../../src/verify/chaos.ts';
+import { runChaos } from '../../src/verify/chaos/run-chaos.ts';
 import { testCluster } from '../support/cluster.ts';
 
 test('session windows survive 3 SIGKILLs of 2 replicas: exact sessions (merges and deletes included), no duplicate, no loss, poison dead-lettered once', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { runChaos } from '../../src/verify/chaos.ts';
+import { runChaos } from '../../src/verify/chaos/run-chaos.ts';
 import { assertExactlyOnce, base, threeBrokerCluster } from '../support/three-broker-chaos.ts';
 
 /**

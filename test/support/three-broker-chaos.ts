@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { after, before } from 'node:test';
 import { BrokerCluster } from '../../src/kafka/broker-cluster.ts';
 import { projectRoot } from '../../src/kafka/paths.ts';
-import type { ChaosResult } from '../../src/verify/chaos.ts';
+import type { ChaosResult } from '../../src/verify/chaos/result.ts';
 
 /** Starts a three-node cluster with fault proxies before the file's tests and stops it after; the getter gives it. */
 export function threeBrokerCluster(): () => BrokerCluster {
