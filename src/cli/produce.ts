@@ -1,8 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
-import { partitionCounts, withAdmin } from '../kafka/admin.ts';
-import { produceRecords } from '../kafka/produce-records.ts';
+import { DEFAULT_BATCH_SIZE } from '../core/record-size.ts';
+import { partitionCounts, withAdmin, type ClientOptions } from '../kafka/admin.ts';
+import { produceInOneTransaction } from '../kafka/produce-records.ts';
+import { kafkaClients } from '../runtime/base/client-supplier.ts';
+import { readRecordSizeLimits } from '../runtime/base/record-limits.ts';
 import { connect } from './connection.ts';
+import { intAtLeast } from './int-option.ts';
+import { checkRecordSizes, type NumberedRecord } from './produce-limits.ts';
 import { lineEncoder, ProduceInputError, type ProduceFormat } from './record-format.ts';
 
 interface ProduceOptions {
@@ -10,6 +15,7 @@ interface ProduceOptions {
   schema?: string;
   keyField?: string;
   keyed?: boolean;
+  maxMessageBytes?: number;
   bootstrap?: string;
   registryUrl?: string;
 }
@@ -25,11 +31,12 @@ function readInput(file: string | undefined): string {
 export function registerProduce(program: Command): void {
   program
     .command('produce <topic> [file]')
-    .description('write one record per line of a file (or stdin): JSON values by default, text, or registry Avro with --schema')
+    .description('write one record per line of a file (or stdin) in one transaction: every line is checked first, and any failure writes nothing. JSON values by default, text, or registry Avro with --schema')
     .addOption(new Option('--format <format>', 'json: each line a JSON value; text: each line as it is; avro: a JSON line encoded with --schema').choices(['json', 'text', 'avro']))
     .option('--schema <file.avsc>', 'Avro value schema, registered under <topic>-value (implies --format avro)')
     .option('--key-field <field>', 'the key is this field of each value')
     .option('--keyed', 'each line is {"key": ..., "value": ..., "headers": {...}}')
+    .option('--max-message-bytes <n>', "the producer's message.max.bytes: the largest record it sends (default 1000000; the topic's max.message.bytes still applies)", intAtLeast(1000))
     .option('--bootstrap <servers>', 'Kafka bootstrap servers (env ONCEFLOW_BOOTSTRAP; default: the `dev up` cluster)')
     .option('--registry-url <url>', 'schema registry (env ONCEFLOW_REGISTRY_URL; default: the `dev up` registry)')
     .action(async (topic: string, file: string | undefined, opts: ProduceOptions) => {
@@ -45,13 +52,20 @@ export function registerProduce(program: Command): void {
         ...(opts.schema !== undefined ? { schema: opts.schema } : {}),
         ...(connection.registryUrl !== undefined ? { registryUrl: connection.registryUrl } : {}),
       });
-      // Every line is encoded before the first is sent: a bad line 900 must not leave 899 records behind.
-      const records = readInput(file)
+      // Every line is encoded and measured before the first is sent: a bad line 900 must not leave 899 records behind.
+      const records: NumberedRecord[] = readInput(file)
         .split('\n')
         .map((line, i) => ({ line: line.trim(), lineNumber: i + 1 }))
         .filter((l) => l.line !== '')
-        .map((l) => encode(l.line, l.lineNumber));
-      const count = await produceRecords(connection.bootstrap, topic, records);
+        .map((l) => ({ lineNumber: l.lineNumber, record: encode(l.line, l.lineNumber) }));
+      const producerOptions: ClientOptions = opts.maxMessageBytes === undefined ? {} : { 'message.max.bytes': opts.maxMessageBytes };
+      const { limits, unknown } = await readRecordSizeLimits(kafkaClients, connection.bootstrap, [topic], producerOptions);
+      if (unknown !== undefined) console.error(`onceflow: warning: the topic's max.message.bytes is not known (${unknown}); only the producer's limit was checked`);
+      checkRecordSizes(topic, records, limits);
+      const maxRecordBytes = limits.maxRecordBytes(topic);
+      // Several records each under a topic's limit must not make a batch over it.
+      const batchSize: ClientOptions = maxRecordBytes < DEFAULT_BATCH_SIZE ? { 'batch.size': maxRecordBytes } : {};
+      const count = await produceInOneTransaction(connection.bootstrap, topic, records.map((r) => r.record), { ...producerOptions, ...batchSize });
       console.log(`produced ${count} record(s) to ${topic}`);
     });
 }

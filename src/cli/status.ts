@@ -160,6 +160,7 @@ export interface GroupFlags {
   bootstrap?: string;
   config?: string;
   kafka?: string[];
+  stateDir?: string;
 }
 
 interface StatusFlags extends GroupFlags {
@@ -182,6 +183,7 @@ export async function groupConfig(opts: GroupFlags, fallbackAppId?: string): Pro
     ...(appId !== undefined ? { appId } : {}),
     ...(opts.bootstrap !== undefined ? { bootstrap: opts.bootstrap } : {}),
     ...(opts.kafka !== undefined ? { kafka: opts.kafka } : {}),
+    ...(opts.stateDir !== undefined ? { stateDir: opts.stateDir } : {}),
   };
   const dev = devConnection();
   const { input, origin } = resolveConfigSources({ ...(opts.config !== undefined ? { file: opts.config } : {}), env: process.env, flags, ...(dev ? { devCluster: dev } : {}) });

@@ -5,6 +5,9 @@ import type { RecordHeader } from './records.ts';
 /** librdkafka's default `message.max.bytes`: a produce() of a larger record fails at once with MSG_SIZE_TOO_LARGE. */
 export const DEFAULT_MESSAGE_MAX_BYTES = 1_000_000;
 
+/** librdkafka's default batch.size: a batch of several records is filled up to it, whatever the topic's limit. */
+export const DEFAULT_BATCH_SIZE = 1_000_000;
+
 /** The producer's message.max.bytes as configured (librdkafka's default otherwise): what one produce may carry. */
 export function producerMessageMaxBytes(kafka: Readonly<Record<string, unknown>>): number {
   const configured = Number(kafka['message.max.bytes']);

@@ -5,7 +5,7 @@ import { ERR } from './clients.ts';
 
 export class TopicError extends OnceflowError {
   constructor(
-    readonly code: 'TOPIC_MISSING' | 'TOPIC_CREATE_FAILED',
+    readonly code: 'TOPIC_MISSING' | 'TOPIC_CREATE_FAILED' | 'TOPIC_DELETE_FAILED',
     message: string,
     readonly topics: readonly string[],
   ) {
@@ -159,4 +159,16 @@ export async function fetchPartitionCounts(admin: AdminClient, topics: readonly 
 export async function partitionCounts(admin: AdminClient, topics: readonly string[]): Promise<Map<string, number>> {
   await requireTopics(admin, { source: topics });
   return fetchPartitionCounts(admin, topics);
+}
+
+/** Deletes the topics that exist and returns once the metadata no longer lists them (a reader asking at once would still see them). */
+export async function deleteTopicsAndWait(admin: AdminClient, names: readonly string[]): Promise<void> {
+  if (names.length === 0) return;
+  await admin.deleteTopics({ topics: [...names], timeout: 30_000 });
+  for (let attempt = 0; attempt < 40; attempt++) {
+    const listed = new Set(await listTopics(admin));
+    if (!names.some((n) => listed.has(n))) return;
+    await sleep(250);
+  }
+  throw new TopicError('TOPIC_DELETE_FAILED', `deleted topics ${names.join(', ')}, but the metadata still lists them after 10 s`, names);
 }

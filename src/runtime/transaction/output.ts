@@ -4,6 +4,7 @@ import type { ClientSupplier } from '../base/client-supplier.ts';
 import type { FaultHook } from '../base/faults.ts';
 import { RECORD_BATCH, RECORD_BATCH_MAX_RECORDS, RECORD_BATCH_TARGET_BYTES, RecordBatchWriter, type BatchedRecord } from '../../core/record-batch.ts';
 import { LINEAGE } from '../../core/headers.ts';
+import { DEFAULT_BATCH_SIZE } from '../../core/record-size.ts';
 import { StateMachine, type TransitionHook } from '../base/state-machine.ts';
 import type { TransitionCount } from '../base/worker-events.ts';
 import { classifyTxnError, isFatalOrFencing } from './kafka-errors.ts';
@@ -50,9 +51,6 @@ export type CommitOutcome =
 
 const PRODUCING: readonly TransactionState[] = ['IN_TRANSACTION', 'COMMITTING'];
 const BATCH_HEADERS = [{ [RECORD_BATCH.header]: RECORD_BATCH.version }];
-
-/** librdkafka's default batch.size. */
-const DEFAULT_BATCH_SIZE = 1_000_000;
 
 /**
  * The worker's producer under one guarantee: the states of states.ts, guarded, over whichever

@@ -3,13 +3,14 @@
 // topic, the serdes, the processing thread, the consumer.
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
 import type { RdConfig } from '../../kafka/clients.ts';
-import { producerMessageMaxBytes, RecordSizeLimits } from '../../core/record-size.ts';
+import type { RecordSizeLimits } from '../../core/record-size.ts';
 import { ProcessingThread, type ThreadSpawner } from '../offload/processing-thread.ts';
 import type { RuntimeTopology } from '../task/worker-topology.ts';
 import type { TransactionalOutput } from '../transaction/output.ts';
 import type { ClientSupplier } from '../base/client-supplier.ts';
 import type { ResolvedWorkerConfig } from '../base/config.ts';
 import { WorkerError } from '../base/errors.ts';
+import { readRecordSizeLimits } from '../base/record-limits.ts';
 import type { WorkerEvent } from '../base/worker-events.ts';
 import type { WorkerServices } from '../base/worker-services.ts';
 import { publishEndpoint } from '../queries/endpoints.ts';
@@ -62,22 +63,12 @@ export async function prepareSerdes(topology: RuntimeTopology, config: ResolvedW
  */
 export async function learnRecordLimits({ topology, config, clients, emit }: StartupParts, output: TransactionalOutput): Promise<RecordSizeLimits> {
   const produced = [...new Set(topology.topics.filter((t) => t.kind !== 'source').map((t) => t.name))];
-  const messageMaxBytes = producerMessageMaxBytes(config.kafka);
-  let topics: ReadonlyMap<string, number> = new Map();
-  let unknown: string | undefined;
-  try {
-    if (clients.topicMaxMessageBytes === undefined) unknown = 'the client supplier cannot describe topic configs';
-    else topics = await clients.topicMaxMessageBytes(config.bootstrap, produced, config.kafka);
-    if (unknown === undefined && topics.size === 0 && produced.length > 0) unknown = `not described (security.protocol ${String(config.kafka['security.protocol'])})`;
-  } catch (e) {
-    unknown = e instanceof Error ? e.message : String(e);
-  }
-  const limits = new RecordSizeLimits(messageMaxBytes, topics);
+  const { limits, unknown } = await readRecordSizeLimits(clients, config.bootstrap, produced, config.kafka);
   // librdkafka fills a batch up to batch.size whatever the topic: several records each under a
   // topic's limit would still make a batch over it.
   const tightest = Math.min(...produced.map((t) => limits.maxRecordBytes(t)));
   if (Number.isFinite(tightest)) output.limitBatchBytes(tightest);
-  emit({ type: 'record-limits', messageMaxBytes, topicMaxMessageBytes: Object.fromEntries(topics), ...(unknown === undefined ? {} : { unknown }) });
+  emit({ type: 'record-limits', messageMaxBytes: limits.messageMaxBytes, topicMaxMessageBytes: limits.topicLimits(), ...(unknown === undefined ? {} : { unknown }) });
   return limits;
 }
 
