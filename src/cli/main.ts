@@ -17,6 +17,7 @@ import { registerOutbox } from './outbox.ts';
 import { registerProduce } from './produce.ts';
 import { registerQuery } from './query.ts';
 import { registerRun } from './run.ts';
+import { registerSetup } from './setup.ts';
 import { registerStatus } from './status.ts';
 import { registerTopics } from './topics.ts';
 import { registerVerify } from './verify.ts';
@@ -30,6 +31,7 @@ const program = new Command('onceflow')
   .showHelpAfterError()
   .exitOverride();
 
+registerSetup(program);
 registerDev(program);
 registerTopics(program);
 registerProduce(program);

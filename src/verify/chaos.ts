@@ -4,11 +4,10 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureTopics, withAdmin } from '../kafka/admin.ts';
 import { restartBroker, startLocalCluster, stopLocalCluster } from '../kafka/local-cluster.ts';
-import { readClusterInfo, type LocalClusterInfo } from '../kafka/cluster-info.ts';
+import { defaultClusterDir, readClusterInfo, type LocalClusterInfo } from '../kafka/cluster-info.ts';
 import { BrokerCluster } from '../kafka/broker-cluster.ts';
 import { readTopic } from '../kafka/read-topic.ts';
 import { endMarkerVisibleMs, LiveOutputReader, type LiveOutputReport } from './live-output.ts';
-import { projectRoot } from '../kafka/paths.ts';
 import { compile } from '../graph/compile.ts';
 import { loadTopology } from '../dsl/load.ts';
 import { CHAOS_PHASES, type ChaosPhase } from '../runtime/base/faults.ts';
@@ -151,14 +150,14 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
   if (multi) {
     cluster = multi.info;
   } else if (brokerCount > 1) {
-    multi = await BrokerCluster.start({ dir: join(projectRoot(), '.onceflow', `chaos-${process.pid}`), brokers: brokerCount, proxies: true, withRegistry: avro, fresh: true });
+    multi = await BrokerCluster.start({ dir: join(defaultClusterDir(), `chaos-${process.pid}`), brokers: brokerCount, proxies: true, withRegistry: avro, fresh: true });
     ownMulti = true;
     cluster = multi.info;
     log(`local ${brokerCount}-broker cluster ${multi.bootstrap} (answered after ${cluster.brokerStartMs} ms)`);
   } else if (opts.bootstrap) {
     cluster = opts.clusterDir ? readClusterInfo(opts.clusterDir) : undefined;
   } else {
-    cluster = await startLocalCluster({ dir: join(projectRoot(), '.onceflow', `chaos-${process.pid}`), withRegistry: avro });
+    cluster = await startLocalCluster({ dir: join(defaultClusterDir(), `chaos-${process.pid}`), withRegistry: avro });
     ownCluster = true;
     log(`local broker ${cluster.bootstrap} (answered after ${cluster.brokerStartMs} ms)`);
   }
