@@ -3,7 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
-cache="${ONCEFLOW_CACHE:-$PWD/.cache}"
 say() { printf 'setup: %s\n' "$*"; }
 
 # 1. Debian libraries librdkafka links against (the client is built from source here).
@@ -29,7 +28,7 @@ fi
 export CKJS_LINKING=dynamic
 native_ok() { node -e "require('@confluentinc/kafka-javascript')" >/dev/null 2>&1; }
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ] || ! native_ok; then
-  say "npm ci (builds @confluentinc/kafka-javascript from source, about a minute)"
+  say "npm ci (builds @confluentinc/kafka-javascript from source: several minutes on a small machine)"
   npm ci --no-audit --no-fund --loglevel=error
 fi
 # npm's exit code does not prove the native build ran: load it.
@@ -39,22 +38,8 @@ if ! native_ok; then
   native_ok || { echo "setup: @confluentinc/kafka-javascript does not load after a rebuild" >&2; exit 1; }
 fi
 
-# 3. Kafka and the schema registry from Maven Central, into the git-ignored cache.
+# 3. Kafka and the schema registry from Maven Central into the jar cache (ONCEFLOW_CACHE, else
+# ~/.cache/onceflow): the same fetch `dev up` does on first use, so there is one fetcher.
 command -v java >/dev/null || { echo "setup: java is missing (Java 17+ runs the local Kafka)" >&2; exit 1; }
-command -v mvn >/dev/null || { echo "setup: mvn is missing (Maven fetches the Kafka jars)" >&2; exit 1; }
-if [ ! -f "$cache/kafka/libs/.complete" ]; then
-  say "fetching Apache Kafka jars with Maven"
-  rm -rf "$cache/kafka/libs"
-  mvn -q -B -f scripts/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$cache/kafka/libs"
-  touch "$cache/kafka/libs/.complete"
-fi
-apicurio_version=3.3.3
-if [ ! -f "$cache/apicurio/.complete-$apicurio_version" ]; then
-  say "fetching Apicurio Registry $apicurio_version with Maven"
-  rm -rf "$cache/apicurio"
-  mvn -q -B dependency:copy -Dartifact="io.apicurio:apicurio-registry-app:$apicurio_version:tar.gz:all" -DoutputDirectory="$cache/apicurio"
-  tar -xzf "$cache/apicurio/apicurio-registry-app-$apicurio_version-all.tar.gz" -C "$cache/apicurio"
-  rm -f "$cache/apicurio/apicurio-registry-app-$apicurio_version-all.tar.gz"
-  touch "$cache/apicurio/.complete-$apicurio_version"
-fi
+node --import tsx src/cli/main.ts setup
 say "ready in $(( $(date +%s) - started )) s"

@@ -59,7 +59,7 @@ export const RUNTIME_ENV = {
   logLevel: 'ONCEFLOW_LOG_LEVEL',
   logFormat: 'ONCEFLOW_LOG_FORMAT',
   typecheckCacheDir: 'ONCEFLOW_CACHE_DIR',
-  /** Where `dev up` keeps its cluster and records its connection (default `<project>/.onceflow`). */
+  /** Where `dev up` keeps its cluster and records its connection (default: the nearest `.onceflow/` with a dev.json from the current directory upward). */
   devClusterDir: 'ONCEFLOW_HOME',
 } as const;
 

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Option, type Command } from 'commander';
 import { startLocalCluster, stopLocalCluster } from '../kafka/local-cluster.ts';
-import { projectRoot } from '../kafka/paths.ts';
+import { defaultClusterDir } from '../kafka/cluster-info.ts';
 import { runChaos } from '../verify/chaos/run-chaos.ts';
 import type { ChaosResult } from '../verify/chaos/result.ts';
 import { runEffectsChaos } from '../verify/effects-chaos.ts';
@@ -32,7 +32,7 @@ export function registerDemo(program: Command): void {
       const records = opts.records;
       const format = opts.format === 'avro' ? 'avro' : 'json';
       const started = Date.now();
-      const dir = join(projectRoot(), '.onceflow', `demo-${process.pid}`);
+      const dir = join(defaultClusterDir(), `demo-${process.pid}`);
       say(`onceflow demo: a local single-node Kafka starts, worker replicas process order events (${format === 'avro' ? 'registry Avro' : 'JSON'}), and replicas are killed with SIGKILL mid-stream.`);
       const cluster = await startLocalCluster({ dir, withRegistry: format === 'avro' });
       say(`local Kafka ${cluster.bootstrap} answered after ${cluster.brokerStartMs} ms`);

@@ -18,6 +18,7 @@ import { registerProduce } from './produce.ts';
 import { registerQuery } from './query.ts';
 import { registerReset } from './reset.ts';
 import { registerRun } from './run.ts';
+import { registerSetup } from './setup.ts';
 import { registerStatus } from './status.ts';
 import { registerTopics } from './topics.ts';
 import { registerVerify } from './verify.ts';
@@ -31,6 +32,7 @@ const program = new Command('onceflow')
   .showHelpAfterError()
   .exitOverride();
 
+registerSetup(program);
 registerDev(program);
 registerTopics(program);
 registerProduce(program);

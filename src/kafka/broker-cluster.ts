@@ -12,6 +12,7 @@ import { freePort } from './ports.ts';
 import { isAlive, killQuietly, stopProcess } from './processes.ts';
 import { startBroker } from './broker-process.ts';
 import { startRegistry } from './registry-process.ts';
+import { ensureKafkaJars, ensureRegistryJars } from './jars.ts';
 import { stopLocalCluster } from './local-cluster.ts';
 
 /**
@@ -64,6 +65,8 @@ export class BrokerCluster {
       rmSync(dir, { recursive: true, force: true });
       existing = undefined;
     }
+    await ensureKafkaJars();
+    if (opts.withRegistry) await ensureRegistryJars();
     mkdirSync(dir, { recursive: true });
     const clusterId = existing?.clusterId ?? newClusterId();
     const nodes: ClusterNodeInfo[] =

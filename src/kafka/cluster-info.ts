@@ -1,6 +1,5 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { projectRoot } from './paths.ts';
+import { dirname, join, resolve } from 'node:path';
 import type { SecureClusterInfo } from './security.ts';
 
 /** What `dev up` leaves behind for the other commands and the tests to find. */
@@ -38,7 +37,25 @@ export interface ClusterNodeInfo {
   readonly startMs: number;
 }
 
-export const defaultClusterDir = (): string => process.env.ONCEFLOW_HOME ?? join(projectRoot(), '.onceflow');
+const DEV_DIR = '.onceflow';
+
+/**
+ * The dev cluster's directory for a command run in `cwd`: ONCEFLOW_HOME; else the nearest `.onceflow/`
+ * holding a dev.json, looking from `cwd` upward (so a command run anywhere in the project finds the
+ * cluster `dev up` started at its top); else `.onceflow/` beside the nearest package.json, else in `cwd`.
+ */
+export function defaultClusterDir(cwd = process.cwd(), env: NodeJS.ProcessEnv = process.env): string {
+  if (env.ONCEFLOW_HOME) return resolve(env.ONCEFLOW_HOME);
+  const start = resolve(cwd);
+  return join(nearestAbove(start, (dir) => existsSync(join(dir, DEV_DIR, 'dev.json'))) ?? nearestAbove(start, (dir) => existsSync(join(dir, 'package.json'))) ?? start, DEV_DIR);
+}
+
+function nearestAbove(start: string, holds: (dir: string) => boolean): string | undefined {
+  for (let dir = start; ; dir = dirname(dir)) {
+    if (holds(dir)) return dir;
+    if (dirname(dir) === dir) return undefined;
+  }
+}
 const infoFile = (dir: string): string => join(dir, 'dev.json');
 
 export function readClusterInfo(dir = defaultClusterDir()): LocalClusterInfo | undefined {

@@ -7,9 +7,10 @@ import { assertJava } from './java.ts';
 import { isAlive, killQuietly, stopProcess } from './processes.ts';
 import { startBroker } from './broker-process.ts';
 import { startRegistry } from './registry-process.ts';
+import { ensureKafkaJars, ensureRegistryJars } from './jars.ts';
 
 export interface StartOptions {
-  /** Where logs, data and the info file go. Default: `<project>/.onceflow`. */
+  /** Where logs, data and the info file go. Default: `defaultClusterDir()`. */
   readonly dir?: string;
   readonly brokerPort?: number;
   readonly registryPort?: number;
@@ -48,6 +49,9 @@ export async function startLocalCluster(opts: StartOptions = {}): Promise<LocalC
     rmSync(dir, { recursive: true, force: true });
     existing = undefined;
   }
+  // First use: the jars are fetched into the per-user cache before any port is picked.
+  if (!brokerRuns) await ensureKafkaJars();
+  if (withRegistry && !registryRuns) await ensureRegistryJars();
   mkdirSync(dir, { recursive: true });
   const brokerPort = brokerRuns && existing ? existing.brokerPort : await pickPort(opts.brokerPort, existing?.brokerPort);
   const controllerPort = brokerRuns && existing ? existing.controllerPort : await pickPort(undefined, existing?.controllerPort);

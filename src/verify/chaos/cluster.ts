@@ -1,8 +1,7 @@
 import { join } from 'node:path';
 import { BrokerCluster } from '../../kafka/broker-cluster.ts';
 import { restartBroker, startLocalCluster, stopLocalCluster } from '../../kafka/local-cluster.ts';
-import { readClusterInfo, type LocalClusterInfo } from '../../kafka/cluster-info.ts';
-import { projectRoot } from '../../kafka/paths.ts';
+import { defaultClusterDir, readClusterInfo, type LocalClusterInfo } from '../../kafka/cluster-info.ts';
 import type { FaultProxy } from '../../kafka/fault-proxy.ts';
 import { brokerCount, type ChaosOptions } from './options.ts';
 
@@ -22,7 +21,7 @@ export class ChaosCluster {
 
   static async start(opts: ChaosOptions, withRegistry: boolean, log: (line: string) => void): Promise<ChaosCluster> {
     const brokers = brokerCount(opts);
-    const dir = join(projectRoot(), '.onceflow', `chaos-${process.pid}`);
+    const dir = join(defaultClusterDir(), `chaos-${process.pid}`);
     if (opts.cluster) return new ChaosCluster(opts.cluster.bootstrap, undefined, opts.cluster, false);
     if (brokers > 1) {
       const started = await BrokerCluster.start({ dir, brokers, proxies: true, withRegistry, fresh: true });
