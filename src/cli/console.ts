@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { compile } from '../graph/compile.ts';
 import { loadTopology } from '../dsl/load.ts';
 import { withAdmin } from '../kafka/admin.ts';
+import { ReadableProbe } from '../kafka/readable-probe.ts';
 import { DeadLetterFeed } from '../console/dead-letter-feed.ts';
 import { LiveState } from '../console/live-state.ts';
 import { startConsoleServer } from '../console/server.ts';
@@ -27,12 +28,10 @@ export interface ConsoleIo {
   readonly signal?: AbortSignal;
 }
 
-async function graphOf(file: string, flags: ConsoleFlags): Promise<{ graph: TopologyGraph; deadLetterTopic: string; transactionalTopics: Set<string> }> {
+async function graphOf(file: string, flags: ConsoleFlags): Promise<{ graph: TopologyGraph; deadLetterTopic: string }> {
   if (flags.typecheck !== false) await typecheckTopology(file);
   const description = describeJson(compile(await loadTopology(file), flags.appId !== undefined ? { appId: flags.appId } : {}));
-  // Workers write these only inside their transactions, so each ends with a commit marker.
-  const transactionalTopics = new Set(description.topics.filter((t) => t.kind === 'repartition').map((t) => t.name));
-  return { graph: topologyGraph(description), deadLetterTopic: description.deadLetterTopic, transactionalTopics };
+  return { graph: topologyGraph(description), deadLetterTopic: description.deadLetterTopic };
 }
 
 function untilSignalled(signal: AbortSignal | undefined): Promise<void> {
@@ -63,6 +62,7 @@ export function registerConsole(program: Command, io: ConsoleIo = { out: (t) => 
       const topology = file === undefined ? undefined : await graphOf(file, flags);
       const config = await groupConfig(flags, topology?.graph.appId);
       const feed = new DeadLetterFeed(config.bootstrap, topology?.deadLetterTopic ?? `${config.appId}-dlq`, config.kafka);
+      const probe = new ReadableProbe(config.bootstrap, config.kafka);
       await withAdmin(
         config.bootstrap,
         async (admin) => {
@@ -73,7 +73,7 @@ export function registerConsole(program: Command, io: ConsoleIo = { out: (t) => 
             intervalMs: flags.refreshMs,
             ...(flags.workerUrl ? { memberUrls: flags.workerUrl } : {}),
             ...(flags.workerPort !== undefined ? { memberPort: flags.workerPort } : {}),
-            ...(topology ? { transactionalTopics: topology.transactionalTopics } : {}),
+            probe,
           });
           const server = await startConsoleServer({ graph: topology?.graph, latest: () => live.latest, subscribe: (l) => live.subscribe(l) }, { port: flags.port, host: flags.host });
           live.start();
@@ -84,6 +84,7 @@ export function registerConsole(program: Command, io: ConsoleIo = { out: (t) => 
             await live.stop();
             await server.close();
             await feed.close();
+            await probe.close();
           }
         },
         config.kafka,

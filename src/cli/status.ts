@@ -2,6 +2,9 @@ import type { Command } from 'commander';
 import { KafkaJS } from '@confluentinc/kafka-javascript';
 import { OnceflowError } from '../errors.ts';
 import { withAdmin, type AdminClient } from '../kafka/admin.ts';
+import { recordsBehind } from '../kafka/lag.ts';
+import { ReadableProbe } from '../kafka/readable-probe.ts';
+import { loadTopology } from '../dsl/load.ts';
 import { parseCommitMetadata, type CommitMetadata } from '../runtime/transaction/commit-metadata.ts';
 import { parseWorkerConfig, type WorkerConfig } from '../runtime/base/config.ts';
 import { resolveConfigSources, type ConfigFlags } from './config-sources.ts';
@@ -30,6 +33,7 @@ export interface PartitionStatus {
   readonly committed: number | undefined;
   /** Last stable offset (read_committed end): what a worker can read now. */
   readonly end: number;
+  /** `recordsBehind`: records still to read, commit markers and aborted records not counted (0 when caught up). */
   readonly lag: number | undefined;
   readonly clientId: string | undefined;
   readonly host: string | undefined;
@@ -49,12 +53,15 @@ const STATES: Readonly<Record<number, string>> = { 0: 'Unknown', 1: 'PreparingRe
 const UNKNOWN = 0;
 const DEAD = 4;
 
+/** Where groupStatus looks past commit markers; a ReadableProbe, or a script in a test. */
+export type LagProbe = Pick<ReadableProbe, 'firstReadable'>;
+
 /**
- * Members, assignment, committed and end offsets of one application's consumer group. End offsets
- * are read_committed: on a transactional topic the last offset is a commit marker no consumer
- * ever returns, so a fully caught-up group still shows a lag of 1 per partition written by transactions.
+ * Members, assignment, committed and end offsets and lag of one application's consumer group. End
+ * offsets are read_committed (last stable offsets); lag is `recordsBehind`, with `probe` looking past
+ * the commit markers a transactional writer leaves, so a caught-up group shows 0 on every partition.
  */
-export async function groupStatus(admin: AdminClient, groupId: string): Promise<GroupStatus> {
+export async function groupStatus(admin: AdminClient, groupId: string, probe: LagProbe): Promise<GroupStatus> {
   const described = (await admin.describeGroups([groupId])).groups[0];
   const committed = new Map<string, number>();
   const commitMeta = new Map<string, CommitMetadata>();
@@ -81,18 +88,19 @@ export async function groupStatus(admin: AdminClient, groupId: string): Promise<
 
   for (const m of described?.members ?? []) for (const tp of m.assignment?.topicPartitions ?? []) topics.add(tp.topic);
 
-  const partitions: PartitionStatus[] = [];
+  const offsets: { topic: string; partition: number; from: number | undefined; end: number }[] = [];
   for (const topic of [...topics].sort()) {
     const ends = await admin.fetchTopicOffsets(topic, { isolationLevel: KafkaJS.IsolationLevel.READ_COMMITTED });
-    for (const e of ends.sort((a, b) => a.partition - b.partition)) {
-      const key = `${topic}-${e.partition}`;
-      const at = committed.get(key);
-      const end = Number(e.offset);
-      const m = owner.get(key);
-      const meta = commitMeta.get(key);
-      partitions.push({ topic, partition: e.partition, committed: at, end, lag: at === undefined ? undefined : Math.max(0, end - at), clientId: m?.clientId, host: m?.host, lastCommitAt: meta?.at, committedBy: meta?.by });
-    }
+    for (const e of ends.sort((a, b) => a.partition - b.partition)) offsets.push({ topic, partition: e.partition, from: committed.get(`${topic}-${e.partition}`), end: Number(e.offset) });
   }
+  const firstReadable = await probe.firstReadable(offsets.flatMap((o) => (o.from === undefined ? [] : [{ ...o, from: o.from }])));
+  const partitions = offsets.map(({ topic, partition, from, end }): PartitionStatus => {
+    const key = `${topic}-${partition}`;
+    const m = owner.get(key);
+    const meta = commitMeta.get(key);
+    const lag = from === undefined ? undefined : recordsBehind(from, end, firstReadable.get(key));
+    return { topic, partition, committed: from, end, lag, clientId: m?.clientId, host: m?.host, lastCommitAt: meta?.at, committedBy: meta?.by };
+  });
   return { groupId, state: STATES[described?.state ?? 0] ?? String(described?.state), members, partitions };
 }
 
@@ -122,6 +130,7 @@ export function formatStatus(s: GroupStatus): string {
 
 export interface WatchOptions {
   readonly intervalMs?: number;
+  readonly probe: LagProbe;
   readonly signal: AbortSignal;
   onUpdate(status: GroupStatus): void;
   /** A refresh that fails (a broker restarting) is reported and retried, not fatal. */
@@ -133,7 +142,7 @@ export async function watchStatus(admin: AdminClient, groupId: string, options: 
   const interval = options.intervalMs ?? 2_000;
   while (!options.signal.aborted) {
     try {
-      options.onUpdate(await groupStatus(admin, groupId));
+      options.onUpdate(await groupStatus(admin, groupId, options.probe));
     } catch (e) {
       options.onError?.(e);
     }
@@ -194,35 +203,41 @@ export async function groupConfig(opts: GroupFlags, fallbackAppId?: string): Pro
 }
 
 export function registerStatus(program: Command, io: StatusIo = { out: (t) => process.stdout.write(t) }): void {
-  addGroupOptions(program.command('status').description("an application's consumer group: members, assigned partitions, committed and end offsets, lag"))
+  addGroupOptions(program.command('status [topology]').description("an application's consumer group: members, assigned partitions, committed and end offsets, lag; the app id defaults to the topology file's"))
     .option('--watch', 'refresh every 2 s until interrupted')
     .option('--json', 'print the status as JSON')
-    .action(async (opts: StatusFlags) => {
-      const config = await groupConfig(opts);
+    .action(async (file: string | undefined, opts: StatusFlags) => {
+      const config = await groupConfig(opts, file === undefined ? undefined : (await loadTopology(file)).options.appId);
       const render = (s: GroupStatus) => (opts.json ? `${JSON.stringify(s)}\n` : formatStatus(s));
-      await withAdmin(
-        config.bootstrap,
-        async (admin) => {
-          if (!opts.watch) {
-            const s = await groupStatus(admin, config.appId);
-            if (s.members.length === 0 && s.partitions.length === 0) throw new StatusError(config.appId);
-            io.out(render(s));
-            return;
-          }
-          let signal = io.signal;
-          if (!signal) {
-            const ac = new AbortController();
-            process.once('SIGINT', () => ac.abort());
-            process.once('SIGTERM', () => ac.abort());
-            signal = ac.signal;
-          }
-          await watchStatus(admin, config.appId, {
-            signal,
-            onUpdate: (s) => io.out(`${opts.json ? '' : '\u001b[2J\u001b[H'}${render(s)}${opts.json ? '' : `\n(refreshed ${new Date().toISOString()}; Ctrl-C to stop)\n`}`),
-            onError: (e) => io.out(`status refresh failed: ${e instanceof Error ? e.message : String(e)}\n`),
-          });
-        },
-        config.kafka,
-      );
+      const probe = new ReadableProbe(config.bootstrap, config.kafka);
+      try {
+        await withAdmin(
+          config.bootstrap,
+          async (admin) => {
+            if (!opts.watch) {
+              const s = await groupStatus(admin, config.appId, probe);
+              if (s.members.length === 0 && s.partitions.length === 0) throw new StatusError(config.appId);
+              io.out(render(s));
+              return;
+            }
+            let signal = io.signal;
+            if (!signal) {
+              const ac = new AbortController();
+              process.once('SIGINT', () => ac.abort());
+              process.once('SIGTERM', () => ac.abort());
+              signal = ac.signal;
+            }
+            await watchStatus(admin, config.appId, {
+              signal,
+              probe,
+              onUpdate: (s) => io.out(`${opts.json ? '' : '\u001b[2J\u001b[H'}${render(s)}${opts.json ? '' : `\n(refreshed ${new Date().toISOString()}; Ctrl-C to stop)\n`}`),
+              onError: (e) => io.out(`status refresh failed: ${e instanceof Error ? e.message : String(e)}\n`),
+            });
+          },
+          config.kafka,
+        );
+      } finally {
+        await probe.close();
+      }
     });
 }

@@ -1,5 +1,5 @@
 import type { AdminClient } from '../kafka/admin.ts';
-import { groupStatus, type GroupStatus } from '../cli/status.ts';
+import { groupStatus, type GroupStatus, type LagProbe } from '../cli/status.ts';
 import { StateMachine, type TransitionTable } from '../runtime/base/state-machine.ts';
 import type { DeadLetterFeed, DeadLetterSummary } from './dead-letter-feed.ts';
 import { SampleWindow, scrapeMember, type MemberSample, type Scrape } from './member-metrics.ts';
@@ -35,7 +35,7 @@ export interface PartitionView {
   readonly partition: number;
   readonly committed: number | undefined;
   readonly end: number;
-  /** Records the group has still to read; a trailing commit marker is not one. */
+  /** `recordsBehind`, as `onceflow status` shows it: commit markers and aborted records are not lag. */
   readonly lag: number | undefined;
   readonly owner: string | undefined;
   readonly lastCommitAt: number | undefined;
@@ -71,8 +71,8 @@ export interface LiveStateOptions {
   readonly memberUrls?: readonly string[];
   /** Else `http://<member host>:<port>/metrics` for each member (one port for every replica, as in a Deployment). */
   readonly memberPort?: number;
-  /** Topics written in Kafka transactions (repartition topics): their last offset is a commit marker, not a record. */
-  readonly transactionalTopics?: ReadonlySet<string>;
+  /** Looks past commit markers, so that a caught-up group shows a lag of 0 (the same as `onceflow status`). */
+  readonly probe: LagProbe;
   readonly intervalMs?: number;
   readonly scrapeTimeoutMs?: number;
   readonly now?: () => number;
@@ -136,7 +136,7 @@ export class LiveState {
     const feed = this.options.deadLetters;
     let group: GroupStatus | undefined;
     try {
-      group = await groupStatus(this.options.admin, this.options.appId);
+      group = await groupStatus(this.options.admin, this.options.appId, this.options.probe);
       if (!feed.following && (await this.options.admin.listTopics()).includes(feed.topic)) feed.follow();
     } catch (e) {
       problems.push(`reading the group from the broker failed: ${e instanceof Error ? e.message : String(e)}`);
@@ -213,17 +213,13 @@ export class LiveState {
   }
 
   #partitions(group: GroupStatus): PartitionView[] {
-    const transactional = this.options.transactionalTopics ?? new Set<string>();
     return group.partitions.map((p) => {
       const key = `${p.topic}-${p.partition}`;
-      // Under read_committed the end of a transactionally written partition sits after a commit marker,
-      // which no consumer ever returns: a caught-up group would otherwise show a lag of 1 there for ever.
-      const lag = p.lag === undefined ? undefined : transactional.has(p.topic) ? Math.max(0, p.lag - 1) : p.lag;
       const history = this.#lagHistory.get(key) ?? [];
-      if (lag !== undefined) history.push(lag);
+      if (p.lag !== undefined) history.push(p.lag);
       if (history.length > HISTORY) history.splice(0, history.length - HISTORY);
       this.#lagHistory.set(key, history);
-      return { topic: p.topic, partition: p.partition, committed: p.committed, end: p.end, lag, owner: p.clientId, lastCommitAt: p.lastCommitAt, committedBy: p.committedBy, lagHistory: [...history] };
+      return { topic: p.topic, partition: p.partition, committed: p.committed, end: p.end, lag: p.lag, owner: p.clientId, lastCommitAt: p.lastCommitAt, committedBy: p.committedBy, lagHistory: [...history] };
     });
   }
 }

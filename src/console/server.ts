@@ -34,6 +34,7 @@ const DAGRE = join(dirname(createRequire(import.meta.url).resolve('@dagrejs/dagr
 const FILES: Readonly<Record<string, { readonly path: string; readonly type: string }>> = {
   '/': { path: join(ASSETS, 'index.html'), type: 'text/html; charset=utf-8' },
   '/assets/console.js': { path: join(ASSETS, 'console.js'), type: 'text/javascript; charset=utf-8' },
+  '/assets/graph-layout.js': { path: join(ASSETS, 'graph-layout.js'), type: 'text/javascript; charset=utf-8' },
   '/assets/console.css': { path: join(ASSETS, 'console.css'), type: 'text/css; charset=utf-8' },
   '/assets/dagre.min.js': { path: DAGRE, type: 'text/javascript; charset=utf-8' },
 };

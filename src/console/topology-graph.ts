@@ -7,7 +7,10 @@ export interface GraphNode {
   /** `stage:<name>`, `store:<name>` or `topic:<name>`: unique across kinds, stable for tests and links. */
   readonly id: string;
   readonly kind: GraphNodeKind;
+  /** What the box says: the `name` the user gave, or a generated name made readable (`readableName`). */
   readonly label: string;
+  /** The real name (stage, store or topic), for the tooltip and the details. */
+  readonly name: string;
   /** A second line under the label: the stage's kind, the store's kind, the topic's role. */
   readonly sublabel: string;
   /** The sub-topology a stage or store belongs to; topics connect sub-topologies and belong to none. */
@@ -31,6 +34,18 @@ export interface TopologyGraph {
   readonly subtopologies: readonly number[];
 }
 
+/** `KSTREAM-KEY-SELECT-0000000002` and the like, anywhere in a name (stores and topics derive from them). */
+const GENERATED = /K(?:STREAM|TABLE)-([A-Z]+(?:-[A-Z]+)*?)(?:-STATE-STORE)?-0*(\d+)(?=$|-)/g;
+
+/**
+ * A generated name as a person reads it: `KSTREAM-SOURCE-0000000002` → `source #2`, the changelog
+ * `orders-KSTREAM-AGGREGATE-STATE-STORE-0000000005-changelog` → `orders-aggregate #5-changelog`.
+ * Names the user gave (the `name` option) come through unchanged.
+ */
+export function readableName(name: string): string {
+  return name.replace(GENERATED, (_match, words: string, index: string) => `${words.toLowerCase()} #${index}`);
+}
+
 const stageId = (name: string): string => `stage:${name}`;
 const storeId = (name: string): string => `store:${name}`;
 const topicId = (name: string): string => `topic:${name}`;
@@ -48,14 +63,16 @@ export function topologyGraph(d: TopologyDescription): TopologyGraph {
     nodes.push({
       id: topicId(t.name),
       kind: 'topic',
-      label: t.name,
+      label: readableName(t.name),
+      name: t.name,
       sublabel: `${t.kind} topic`,
-      details: [['type', `${t.kind} topic (${t.internal ? 'internal, created by the app' : 'external'})`], ['cleanup.policy', t.cleanupPolicy], ['partitions', partitions]],
+      details: [['name', t.name], ['type', `${t.kind} topic (${t.internal ? 'internal, created by the app' : 'external'})`], ['cleanup.policy', t.cleanupPolicy], ['partitions', partitions]],
     });
   }
   for (const s of d.subtopologies) {
     for (const n of s.nodes) {
       const details: [string, string][] = [
+        ['name', n.name],
         ['type', `${n.kind} (${n.role})`],
         ['sub-topology', String(s.id)],
         ['exactly-once', n.eos],
@@ -67,7 +84,7 @@ export function topologyGraph(d: TopologyDescription): TopologyGraph {
       if (n.valueSerde !== undefined) details.push(['value serde', n.valueSerde]);
       if (n.tableInputs !== undefined) details.push(['reads tables', n.tableInputs.join(', ')]);
       if (n.globalStore !== undefined) details.push(['reads global table', n.globalStore]);
-      nodes.push({ id: stageId(n.name), kind: 'stage', label: n.name, sublabel: n.idempotencyKey !== undefined ? `effect · key: ${n.idempotencyKey}` : n.kind, subtopology: s.id, boundary: n.boundary, details });
+      nodes.push({ id: stageId(n.name), kind: 'stage', label: readableName(n.name), name: n.name, sublabel: n.idempotencyKey !== undefined ? `effect · key: ${n.idempotencyKey}` : n.kind, subtopology: s.id, boundary: n.boundary, details });
       if (n.role === 'source' && n.topic !== undefined) edges.push({ from: topicId(n.topic), to: stageId(n.name), style: 'flow' });
       if (n.kind === 'deadLetter') edges.push({ from: stageId(n.name), to: topicId(d.deadLetterTopic), style: 'flow' });
       else if (n.role === 'sink' && n.topic !== undefined) edges.push({ from: stageId(n.name), to: topicId(n.topic), style: 'flow' });
@@ -80,10 +97,11 @@ export function topologyGraph(d: TopologyDescription): TopologyGraph {
     nodes.push({
       id: storeId(st.name),
       kind: 'store',
-      label: st.name,
+      label: readableName(st.name),
+      name: st.name,
       sublabel: `${st.kind} store`,
       subtopology: st.subtopology,
-      details: [['type', `${st.kind} store`], ['stage', st.node], ['sub-topology', String(st.subtopology)], ['changelog', `${st.changelogTopic}${st.sourceTopicChangelog ? ' (its source topic)' : ''}`], ...(window ? [['window', window] as [string, string]] : [])],
+      details: [['name', st.name], ['type', `${st.kind} store`], ['stage', st.node], ['sub-topology', String(st.subtopology)], ['changelog', `${st.changelogTopic}${st.sourceTopicChangelog ? ' (its source topic)' : ''}`], ...(window ? [['window', window] as [string, string]] : [])],
     });
     edges.push({ from: stageId(st.node), to: storeId(st.name), style: 'state' });
     if (!st.sourceTopicChangelog) edges.push({ from: storeId(st.name), to: topicId(st.changelogTopic), style: 'state' });

@@ -48,7 +48,7 @@ function incomingRecords(m: Message): IncomingRecord[] {
 }
 
 /** A consumer outside any group (never joined nor committed to) reading one topic. */
-function readerConfig(bootstrap: string, isolation: IsolationLevel, clientOptions: ClientOptions = {}): Record<string, string | number | boolean> {
+export function readerConfig(bootstrap: string, isolation: IsolationLevel, clientOptions: ClientOptions = {}): Record<string, string | number | boolean> {
   return {
     'bootstrap.servers': bootstrap,
     // Never joined nor committed to, but librdkafka still looks up its coordinator: on a secured cluster the

@@ -5,6 +5,7 @@ import { Command } from 'commander';
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
 import { formatStatus, groupStatus, registerStatus, StatusError, watchStatus, type GroupStatus } from '../../src/cli/status.ts';
 import { withAdmin } from '../../src/kafka/admin.ts';
+import { ReadableProbe } from '../../src/kafka/readable-probe.ts';
 import { formatCommitMetadata } from '../../src/runtime/transaction/commit-metadata.ts';
 import { connectConsumer, connectProducer, consumeBatch, disconnect, flush } from '../../src/kafka/clients.ts';
 import { createTopics, testCluster, uniqueName } from '../support/cluster.ts';
@@ -14,6 +15,7 @@ const topic = uniqueName('status-in');
 const group = uniqueName('status-app');
 const clientId = uniqueName('status-client');
 let consumer: KafkaConsumer;
+const probe = new ReadableProbe(bootstrap);
 const COMMITTED_AT = Date.UTC(2026, 11, 3, 6, 30);
 
 before(async () => {
@@ -41,10 +43,11 @@ before(async () => {
 
 after(async () => {
   await disconnect(consumer);
+  await probe.close();
 });
 
 test('groupStatus reports the member, its partitions, committed and end offsets and lag', async () => {
-  const s = await withAdmin(bootstrap, (admin) => groupStatus(admin, group));
+  const s = await withAdmin(bootstrap, (admin) => groupStatus(admin, group, probe));
   assert.equal(s.groupId, group);
   assert.equal(s.state, 'Stable');
   assert.equal(s.members.length, 1);
@@ -94,6 +97,7 @@ test('watchStatus refreshes until aborted, seeing a new commit', async () => {
     watchStatus(admin, group, {
       intervalMs: 100,
       signal: ac.signal,
+      probe,
       onUpdate: (s) => {
         seen.push(s);
         if (seen.length === 1) consumer.commitSync([{ topic, partition: 0, offset: 6 }]);

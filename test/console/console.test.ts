@@ -4,14 +4,12 @@
  * transaction, charging a local HTTP endpoint); the console runs as users start it, `onceflow console`.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describeJson } from '../../src/cli/describe.ts';
 import { topologyGraph } from '../../src/console/topology-graph.ts';
 import { loadTopology } from '../../src/dsl/load.ts';
@@ -20,10 +18,9 @@ import { produceRecords } from '../../src/kafka/produce-records.ts';
 import { projectRoot } from '../../src/kafka/paths.ts';
 import { eventually, WorkerProcess } from '../../src/verify/worker-process.ts';
 import { createTopics, testCluster, uniqueName } from '../support/cluster.ts';
+import { openBrowser, requireChromium, SCREENSHOTS, startConsole } from '../support/console-browser.ts';
 import { freePort } from '../support/ports.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const SCREENSHOTS = join(projectRoot(), 'test', 'tmp', 'console');
 const TOPOLOGY = 'topology/payments.ts';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -41,26 +38,6 @@ async function chargeEndpoint(): Promise<{ url: string; server: Server }> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/charges`, server };
 }
 
-/** `onceflow console ...` in its own process; resolves with the URL it prints. */
-function startConsole(args: readonly string[], env: Readonly<Record<string, string>>): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'console', ...args], { cwd: projectRoot(), env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the console printed no URL within 60 s: ${output}`)), 60_000);
-    const read = (chunk: Buffer): void => {
-      output += chunk.toString();
-      const url = /onceflow console for \S+: (http:\/\/\S+)/.exec(output)?.[1];
-      if (url) {
-        clearTimeout(timer);
-        resolve({ url, child });
-      }
-    };
-    child.stdout.on('data', read);
-    child.stderr.on('data', read);
-    child.on('exit', (code) => reject(new Error(`the console exited (code ${code}): ${output}`)));
-  });
-}
-
 const debit = (i: number): { key: Buffer; value: Buffer } => ({
   key: Buffer.from(`account-${i % 7}`),
   value: Buffer.from(JSON.stringify({ eventId: `e-${i}-${Date.now()}`, account: `account-${i % 7}`, amount: 1, seq: i })),
@@ -72,7 +49,7 @@ async function text(page: Page, selector: string): Promise<string> {
 
 test('the console shows the topology, both members, committed offsets moving and a dead-letter alert', { timeout: 240_000 }, async () => {
   // Fails, not skips: setup installs Chromium, and a console nobody can open is not tested.
-  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run scripts/setup.sh (it installs Debian's chromium)`);
+  requireChromium();
   const { bootstrap } = testCluster();
   const appId = uniqueName('console');
   const input = `${appId}-in`;
@@ -94,21 +71,13 @@ test('the console shows the topology, both members, committed offsets moving and
   await Promise.all(workers.map((w) => w.waitFor((e) => e.type === 'started', 90_000, 'start')));
 
   const consoleArgs = [TOPOLOGY, '--app-id', appId, '--port', '0', '--refresh-ms', '500', '--no-typecheck', ...ports.flatMap((p) => ['--worker-url', `http://127.0.0.1:${p}/metrics`])];
-  const { url, child } = await startConsole(consoleArgs, env);
-  cleanups.push(async () => {
-    child.kill('SIGTERM');
-    await new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : child.once('exit', resolve)));
-  });
+  const consoleProcess = await startConsole(consoleArgs, env);
+  const url = consoleProcess.url;
+  cleanups.push(() => consoleProcess.stop());
 
-  const profile = mkdtempSync(join(tmpdir(), 'onceflow-chromium-'));
-  cleanups.push(async () => rmSync(profile, { recursive: true, force: true }));
-  const browser: BrowserContext = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1400, height: 1100 },
-  });
-  cleanups.push(() => browser.close());
+  const opened = await openBrowser({ width: 1400, height: 1100 });
+  const browser = opened.browser;
+  cleanups.push(() => opened.close());
   const page = browser.pages()[0] ?? (await browser.newPage());
   const pageErrors: string[] = [];
   page.on('pageerror', (e) => pageErrors.push(e.message));

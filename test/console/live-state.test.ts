@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { describeJson } from '../../src/cli/describe.ts';
+import type { LagProbe } from '../../src/cli/status.ts';
 import { LiveState } from '../../src/console/live-state.ts';
 import { memberSample, SampleWindow } from '../../src/console/member-metrics.ts';
 import { topologyGraph } from '../../src/console/topology-graph.ts';
@@ -91,6 +92,11 @@ function scriptedAdmin(group: { state: number; members: ScriptedMember[] }): Adm
   } as unknown as AdminClient;
 }
 
+/** The probe's answer: on the repartition topic only a commit marker lies between the committed offset and the end. */
+const scriptedProbe: LagProbe = {
+  firstReadable: async (ranges) => new Map(ranges.map((r) => [`${r.topic}-${r.partition}`, r.topic === 'orders-totals-repartition' ? null : r.from])),
+};
+
 const noDeadLetters = { topic: 'orders-dlq', following: false, follow: () => undefined, takeError: () => undefined, summary: () => ({ topic: 'orders-dlq', following: false, total: 0, lastMinute: 0, latest: [] }) };
 
 test('a refresh: members with their own numbers or why not, lag without the commit marker, and an empty group keeps its offsets', async () => {
@@ -110,7 +116,7 @@ test('a refresh: members with their own numbers or why not, lag without the comm
     deadLetters: noDeadLetters,
     memberUrls: [`http://127.0.0.1:${server.port}/metrics`],
     memberPort: deadPort,
-    transactionalTopics: new Set(['orders-totals-repartition']),
+    probe: scriptedProbe,
     now: () => now,
   });
   await live.refresh();
@@ -132,7 +138,7 @@ test('a refresh: members with their own numbers or why not, lag without the comm
   assert.deepEqual(lag, { 'orders-0': [5, 9, 4], 'orders-1': [undefined, 0, undefined], 'orders-totals-repartition-0': [7, 8, 0] });
   assert.deepEqual(s.partitions[0]?.lagHistory, [4, 4]);
 
-  const emptied = await new LiveState({ appId: 'orders', admin: scriptedAdmin({ state: 5, members: [] }), deadLetters: noDeadLetters }).refresh();
+  const emptied = await new LiveState({ appId: 'orders', admin: scriptedAdmin({ state: 5, members: [] }), deadLetters: noDeadLetters, probe: scriptedProbe }).refresh();
   assert.deepEqual([emptied.group.state, emptied.members.length], ['Empty', 0]);
   assert.deepEqual(emptied.partitions.map((p) => p.committed), [5, undefined, 7], 'the last committed offsets, with no worker running');
 });

@@ -13,7 +13,6 @@ function el(tag, attrs = {}, text) {
   return node;
 }
 
-const clip = (s, n) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 const time = (ms) => (ms ? new Date(ms).toLocaleTimeString() : '–');
 const num = (v, digits = 0) => (v === undefined || v === null ? '–' : Number(v).toFixed(digits));
 
@@ -21,7 +20,13 @@ const num = (v, digits = 0) => (v === undefined || v === null ? '–' : Number(v
 
 function showDetails(node) {
   const box = $('details');
-  box.replaceChildren(el('h3', {}, node.label));
+  const close = el('button', { type: 'button', class: 'close', 'aria-label': 'close' }, '×');
+  close.addEventListener('click', () => {
+    box.hidden = true;
+    for (const g of document.querySelectorAll('#graph .node.selected')) g.classList.remove('selected');
+  });
+  box.replaceChildren(close, el('h3', {}, node.label));
+  box.hidden = false;
   const dl = el('dl');
   for (const [k, v] of node.details) dl.append(el('dt', {}, k), el('dd', {}, v));
   box.append(dl);
@@ -29,52 +34,58 @@ function showDetails(node) {
   document.querySelector(`#graph .node[data-node-id="${CSS.escape(node.id)}"]`)?.classList.add('selected');
 }
 
-function drawGraph(graph) {
-  const g = new dagre.graphlib.Graph({ compound: true, multigraph: true });
-  g.setGraph({ rankdir: 'LR', nodesep: 18, ranksep: 46, marginx: 12, marginy: 12 });
-  g.setDefaultEdgeLabel(() => ({}));
-  for (const s of graph.subtopologies) g.setNode(`sub:${s}`, { label: `Sub-topology ${s}` });
-  for (const n of graph.nodes) {
-    const label = clip(n.label, 34);
-    const sublabel = clip(n.sublabel, 44);
-    g.setNode(n.id, { width: Math.max(label.length * 7, sublabel.length * 6) + 24, height: 40, node: n, label, sublabel });
-    if (n.subtopology !== undefined && n.kind !== 'topic') g.setParent(n.id, `sub:${n.subtopology}`);
-  }
-  graph.edges.forEach((e, i) => g.setEdge(e.from, e.to, { style: e.style }, `e${i}`));
-  dagre.layout(g);
+/** The space the graph may take: the panel's width, the window's height below the panel's top. */
+function availableSpace() {
+  const box = $('graph').getBoundingClientRect();
+  return { width: Math.max(240, box.width - 4), height: Math.max(260, window.innerHeight - box.top - 16) };
+}
 
-  const { width, height } = g.graph();
-  // Natural size, scaled down to the card's width (CSS max-width) so that a wide topology is seen whole.
-  const svg = el('svg', { width: Math.ceil(width), height: Math.ceil(height), viewBox: `0 0 ${Math.ceil(width)} ${Math.ceil(height)}`, role: 'img', 'aria-label': 'topology graph' });
-  // Never below three quarters of its natural size: a wide topology scrolls rather than shrinking into unreadable text.
-  svg.style.minWidth = `${Math.round(width * 0.75)}px`;
-  for (const s of graph.subtopologies) {
-    const c = g.node(`sub:${s}`);
-    if (!c || c.width === undefined) continue;
-    const group = el('g', { class: 'cluster', 'data-subtopology': s });
-    group.append(el('rect', { x: c.x - c.width / 2, y: c.y - c.height / 2, width: c.width, height: c.height, rx: 6 }), el('text', { x: c.x - c.width / 2 + 6, y: c.y - c.height / 2 + 12 }, c.label));
-    svg.append(group);
+/**
+ * An edge between columns (a repartition topic and its reader): an S-curve from the topic's side into
+ * the reader's side when the reader is beside it, from the topic's bottom into the reader's top when
+ * the reader is in a row below.
+ */
+function acrossPath(from, to) {
+  const f = (x, y) => `${x.toFixed(1)},${y.toFixed(1)}`;
+  if (to.y > from.y + from.height) {
+    const [sx, sy, ex, ey] = [from.x + from.width / 2, from.y + from.height, to.x + to.width / 2, to.y];
+    const bend = (ey - sy) / 2;
+    return `M${f(sx, sy)} C${f(sx, sy + bend)} ${f(ex, ey - bend)} ${f(ex, ey)}`;
   }
-  for (const id of g.edges()) {
-    const e = g.edge(id);
-    const d = e.points.map((p, i) => `${i === 0 ? 'M' : 'L'}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ');
-    svg.append(el('path', { class: `edge ${e.style}`, d, 'marker-end': 'url(#arrow)', 'data-from': id.v, 'data-to': id.w }));
-  }
+  const rightward = to.x >= from.x + from.width;
+  const [sx, sy] = [rightward ? from.x + from.width : from.x, from.y + from.height / 2];
+  const [ex, ey] = [rightward ? to.x : to.x + to.width, to.y + to.height / 2];
+  const bend = (ex - sx) / 2;
+  return `M${f(sx, sy)} C${f(sx + bend, sy)} ${f(ex - bend, ey)} ${f(ex, ey)}`;
+}
+
+function drawGraph(graph) {
+  const layout = layoutTopology(graph, availableSpace());
+  const width = Math.ceil(layout.width) + 4;
+  const height = Math.ceil(layout.height) + 4;
+  // Drawn at the scale that fits: the whole topology in view without scrolling, text as large as that allows.
+  const svg = el('svg', { width: Math.floor(width * layout.scale), height: Math.floor(height * layout.scale), viewBox: `-2 -2 ${width} ${height}`, role: 'img', 'aria-label': 'topology graph', 'data-scale': layout.scale.toFixed(2) });
   const defs = el('defs');
   defs.innerHTML = '<marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#64748b"/></marker>';
-  svg.prepend(defs);
+  svg.append(defs);
+  for (const f of layout.frames) {
+    const frame = el('g', { class: 'cluster' });
+    frame.append(el('rect', { x: f.x, y: f.y, width: f.width, height: f.height, rx: 6 }));
+    svg.append(frame);
+  }
+  for (const t of layout.titles) svg.append(el('text', { class: 'column-title', x: t.x, y: t.y }, t.text));
+  for (const p of layout.paths) {
+    const d = p.points.map((q, i) => `${i === 0 ? 'M' : 'L'}${q.x.toFixed(1)},${q.y.toFixed(1)}`).join(' ');
+    svg.append(el('path', { class: `edge ${p.style}`, d, 'marker-end': 'url(#arrow)', 'data-from': p.from, 'data-to': p.to }));
+  }
+  for (const e of layout.across) svg.append(el('path', { class: `edge ${e.style} across`, d: acrossPath(layout.boxes.get(e.from), layout.boxes.get(e.to)), 'marker-end': 'url(#arrow)', 'data-from': e.from, 'data-to': e.to }));
   for (const n of graph.nodes) {
-    const box = g.node(n.id);
+    const box = layout.boxes.get(n.id);
     const boundary = n.kind === 'stage' ? (n.boundary === 'external' ? 'outside-txn' : 'inside-txn') : '';
     const group = el('g', { class: `node ${n.kind} ${boundary}`, 'data-node-id': n.id, 'data-kind': n.kind, 'data-boundary': n.boundary, tabindex: 0 });
-    const x = box.x - box.width / 2;
-    const y = box.y - box.height / 2;
-    group.append(
-      el('title', {}, `${n.label}\n${n.sublabel}`),
-      el('rect', { x, y, width: box.width, height: box.height, rx: n.kind === 'topic' ? 14 : 4 }),
-      el('text', { x: x + 10, y: y + 16 }, box.label),
-      el('text', { x: x + 10, y: y + 31, class: 'sub' }, box.sublabel),
-    );
+    group.append(el('title', {}, `${n.name}\n${n.sublabel}`), el('rect', { x: box.x, y: box.y, width: box.width, height: box.height, rx: n.kind === 'topic' ? 14 : 4 }));
+    box.lines.forEach((line, i) => group.append(el('text', { x: box.x + 10, y: box.y + 15 + i * 14 }, line)));
+    group.append(el('text', { x: box.x + 10, y: box.y + 15 + box.lines.length * 14, class: 'sub' }, box.sublabel));
     group.addEventListener('click', () => showDetails(n));
     group.addEventListener('keydown', (ev) => ev.key === 'Enter' && showDetails(n));
     svg.append(group);
@@ -91,6 +102,16 @@ async function loadTopology() {
   }
   $('app-id').textContent = body.appId;
   drawGraph(body);
+  // Fitted again when the window changes size; once per change, nothing runs meanwhile.
+  let pending = false;
+  window.addEventListener('resize', () => {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      drawGraph(body);
+    });
+  });
 }
 
 // ---- live state ----
@@ -118,10 +139,21 @@ function row(cells, attrs = {}) {
   return tr;
 }
 
+/** `orders-0`, `orders-1`, `orders-totals-repartition-0` as `orders 0,1 · orders-totals-repartition 0`. */
+function partitionList(keys) {
+  const byTopic = new Map();
+  for (const key of keys) {
+    const cut = key.lastIndexOf('-');
+    const topic = key.slice(0, cut);
+    byTopic.set(topic, [...(byTopic.get(topic) ?? []), key.slice(cut + 1)]);
+  }
+  return [...byTopic].map(([topic, partitions]) => `${topic} ${partitions.join(',')}`).join(' · ') || '(none)';
+}
+
 function renderMembers(s) {
   const rows = s.members.map((m) => {
     const head = [m.clientId, m.host];
-    const tail = [m.partitions.join(', ') || '(none)', time(m.lastCommitAt)];
+    const tail = [{ text: partitionList(m.partitions), class: 'partitions' }, time(m.lastCommitAt)];
     if (!m.metrics.reachable) {
       return row([...head, { text: 'unknown', class: 'unreachable' }, ...tail, { text: `metrics unreachable: ${m.metrics.reason}`, class: 'unreachable', colspan: 5 }], { 'data-client-id': m.clientId, 'data-reachable': 'false' });
     }
@@ -179,18 +211,25 @@ function render(s) {
   $('problems').replaceChildren(...s.problems.map((p) => el('li', {}, p)));
 }
 
-function follow() {
-  const source = new EventSource('/api/events');
-  source.onopen = () => {
-    $('connection').dataset.state = 'live';
-    $('connection').textContent = 'live';
-  };
-  source.onmessage = (ev) => render(JSON.parse(ev.data));
-  // EventSource reconnects by itself; say so meanwhile.
-  source.onerror = () => {
-    $('connection').dataset.state = 'reconnecting';
-    $('connection').textContent = 'reconnecting…';
-  };
+// Asked for, one request at a time, rather than streamed: a page whose requests all end lets a
+// headless browser with a virtual time budget (a screenshot in CI) finish, where an open event stream never would.
+const REFRESH_MS = 1_000;
+
+function setConnection(state, text) {
+  $('connection').dataset.state = state;
+  $('connection').textContent = text;
+}
+
+async function follow() {
+  try {
+    const res = await fetch('/api/state', { cache: 'no-store' });
+    const snapshot = await res.json();
+    if (snapshot) render(snapshot);
+    setConnection('live', 'live');
+  } catch {
+    setConnection('reconnecting', 'reconnecting…');
+  }
+  setTimeout(follow, REFRESH_MS);
 }
 
 $('dlq-alert-dismiss').addEventListener('click', () => {

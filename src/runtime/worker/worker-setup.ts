@@ -1,6 +1,7 @@
 import type { KafkaConsumer, LibrdKafkaError } from '@confluentinc/kafka-javascript';
 import { ensureTopics, fetchPartitionCounts, requireTopics, type AdminClient, type TopicSpec } from '../../kafka/admin.ts';
 import type { RdConfig } from '../../kafka/clients.ts';
+import { recordsBehind } from '../../kafka/lag.ts';
 import type { ResolvedWorkerConfig } from '../base/config.ts';
 import { auditInternalTopics } from './internal-topic-audit.ts';
 import { parsePartitionKey, type PartitionProgress, type PartitionRef } from '../base/partition-progress.ts';
@@ -54,8 +55,10 @@ export function consumerConfig(clientConfig: RdConfig, config: ResolvedWorkerCon
 }
 
 /**
- * End offset minus the next offset to read, per owned source partition. The end is the one the
- * client cached on its last fetch, which under read_committed is the last stable offset.
+ * `recordsBehind` per owned source partition. The end is the one the client cached on its last fetch,
+ * which under read_committed is the last stable offset. The worker does not look past commit markers
+ * (that takes a second read per scrape): on a transactionally written partition a caught-up worker's
+ * metric stays at 1, where `onceflow status` and the console, which do look, show 0.
  */
 export function partitionLag(consumer: KafkaConsumer, owned: Iterable<string>, progress: PartitionProgress): PartitionLag[] {
   const out: PartitionLag[] = [];
@@ -69,7 +72,7 @@ export function partitionLag(consumer: KafkaConsumer, owned: Iterable<string>, p
     }
     if (end < 0) continue;
     const next = progress.pending.get(key)?.offset ?? progress.committed.get(key) ?? 0;
-    out.push({ topic, partition, lag: Math.max(0, end - next) });
+    out.push({ topic, partition, lag: recordsBehind(next, end) });
   }
   return out;
 }
