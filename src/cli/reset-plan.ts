@@ -5,6 +5,7 @@ import type { CompiledTopology } from '../graph/compiled.ts';
 import type { TopicKind } from '../graph/types.ts';
 import { deleteTopicsAndWait, withAdmin, type AdminClient, type ClientOptions } from '../kafka/admin.ts';
 import { GroupOffsets } from '../kafka/group-offsets.ts';
+import { describeGroup } from '../kafka/groups.ts';
 
 /** `onceflow reset` while a worker of the application runs: its next commit would undo the reset, and its state would outlive it. */
 export class ResetGroupActiveError extends OnceflowError {
@@ -52,7 +53,7 @@ export interface ResetTarget {
 const DELETED_KINDS: readonly TopicKind[] = ['repartition', 'changelog'];
 
 async function refuseLiveMembers(admin: AdminClient, appId: string): Promise<void> {
-  const members = (await admin.describeGroups([appId])).groups[0]?.members ?? [];
+  const members = (await describeGroup(admin, appId))?.members ?? [];
   if (members.length === 0) return;
   const who = members.map((m) => `${m.clientId} on ${m.clientHost.replace(/^\//, '')}`).join(', ');
   throw new ResetGroupActiveError(`consumer group ${appId} has ${members.length} live member${members.length > 1 ? 's' : ''} (${who}): stop every worker of the application, then reset. Nothing was changed`);

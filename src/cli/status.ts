@@ -9,6 +9,7 @@ import { parseCommitMetadata, type CommitMetadata } from '../runtime/transaction
 import { parseWorkerConfig, type WorkerConfig } from '../runtime/base/config.ts';
 import { resolveConfigSources, type ConfigFlags } from './config-sources.ts';
 import { bootstrapSource, devConnection, requireReachable } from './connection.ts';
+import { describeGroup } from '../kafka/groups.ts';
 
 export class StatusError extends OnceflowError {
   readonly code = 'GROUP_NOT_FOUND';
@@ -62,7 +63,7 @@ export type LagProbe = Pick<ReadableProbe, 'firstReadable'>;
  * the commit markers a transactional writer leaves, so a caught-up group shows 0 on every partition.
  */
 export async function groupStatus(admin: AdminClient, groupId: string, probe: LagProbe): Promise<GroupStatus> {
-  const described = (await admin.describeGroups([groupId])).groups[0];
+  const described = await describeGroup(admin, groupId);
   const committed = new Map<string, number>();
   const commitMeta = new Map<string, CommitMetadata>();
   const topics = new Set<string>();

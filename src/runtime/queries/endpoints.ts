@@ -1,6 +1,7 @@
 import { ensureTopics, type AdminClient, type ClientOptions } from '../../kafka/admin.ts';
 import { produceRecords } from '../../kafka/produce-records.ts';
 import { readTopic } from '../../kafka/read-topic.ts';
+import { describeGroup } from '../../kafka/groups.ts';
 
 /**
  * How the members of an application learn each other's HTTP address (`--advertised-url`), for
@@ -69,10 +70,7 @@ export async function readEndpoints(conn: ConnectionOptions, appId: string): Pro
 
 /** The group's members with what each is assigned, as its coordinator knows them now; empty for a group with no members. */
 export async function describeMembers(admin: AdminClient, groupId: string): Promise<{ state: number; members: Omit<MemberEndpoint, 'url' | 'instanceId'>[] }> {
-  // DescribeGroups on a group whose coordinator is not loaded can crash the client (instance-guard.ts): list first.
-  const listed = await admin.listGroups();
-  if (!listed.groups.some((g) => g.groupId === groupId)) return { state: 0, members: [] };
-  const group = (await admin.describeGroups([groupId])).groups[0];
+  const group = await describeGroup(admin, groupId);
   return {
     state: group?.state ?? 0,
     members: (group?.members ?? []).map((m) => ({

@@ -2,6 +2,7 @@ import { networkInterfaces } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { withAdmin, type AdminClient, type ClientOptions } from '../../kafka/admin.ts';
 import { WorkerError } from '../base/errors.ts';
+import { describeGroup } from '../../kafka/groups.ts';
 
 /** A member of the application's consumer group, as the group coordinator describes it. */
 export interface GroupMember {
@@ -23,13 +24,8 @@ export interface InstanceGuardOptions {
 /** Members of the group whose client id is this worker's transactional id; undefined when the group cannot be described. */
 async function namesakes(admin: AdminClient, opts: InstanceGuardOptions): Promise<GroupMember[] | undefined> {
   try {
-    // DescribeGroups for a group whose coordinator is not loaded (on a fresh broker: before
-    // __consumer_offsets exists) crashes the process inside the client (SIGSEGV, seen 7 times in 9
-    // starts). ListGroups asks no coordinator; a group it lists is loaded and safe to describe, and
-    // one it does not list has no member to collide with.
-    const listed = await admin.listGroups();
-    if (!listed.groups.some((g) => g.groupId === opts.groupId)) return [];
-    const group = (await admin.describeGroups([opts.groupId])).groups[0];
+    // A group the cluster does not list has no member to collide with.
+    const group = await describeGroup(admin, opts.groupId);
     return (group?.members ?? []).filter((m) => m.clientId === opts.transactionalId).map((m) => ({ memberId: m.memberId, clientId: m.clientId, host: m.clientHost.replace(/^\//, '') }));
   } catch {
     // Without DESCRIBE on the group (or with the broker briefly away) the guard cannot look; the
