@@ -80,6 +80,8 @@ interface ScriptedMember {
 function scriptedAdmin(group: { state: number; members: ScriptedMember[] }): AdminClient {
   const at = 1_700_000_000_000;
   return {
+    // The console lists before it describes (kafka/groups.ts): the scripted group is always listed.
+    listGroups: async () => ({ groups: [{ groupId: 'orders' }] }),
     describeGroups: async () => ({
       groups: [{ state: group.state, members: group.members.map((m, i) => ({ memberId: `m${i}`, clientId: m.clientId, clientHost: '/127.0.0.1', assignment: { topicPartitions: m.partitions.map(([topic, partition]) => ({ topic, partition })) } })) }],
     }),

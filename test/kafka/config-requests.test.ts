@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AlterConfigsError, incrementalAlterConfigsRequest, setTopicConfigs } from '../../src/kafka/alter-configs.ts';
@@ -69,7 +70,15 @@ test('on the test broker: a topic created with a 7-day retention is read, set to
   const before = await describeTopicConfigs(bootstrap, [topic], ['retention.ms', 'cleanup.policy']);
   assert.deepEqual(Object.fromEntries(before.get(topic)!), { 'retention.ms': '604800000', 'cleanup.policy': 'delete' });
   await setTopicConfigs(bootstrap, topic, { 'retention.ms': '-1', 'retention.bytes': '-1' });
-  const after = await describeTopicConfigs(bootstrap, [topic], ['retention.ms', 'retention.bytes', 'cleanup.policy']);
-  assert.deepEqual(Object.fromEntries(after.get(topic)!), { 'retention.ms': '-1', 'retention.bytes': '-1', 'cleanup.policy': 'delete' });
+  // The controller commits the change and each broker applies it from the metadata log a moment later:
+  // under load a describe right after the alter can still show the old value, so read until it shows.
+  const wanted = { 'retention.ms': '-1', 'retention.bytes': '-1', 'cleanup.policy': 'delete' };
+  let after: Record<string, string> = {};
+  for (let attempt = 0; attempt < 50; attempt++) {
+    after = Object.fromEntries((await describeTopicConfigs(bootstrap, [topic], ['retention.ms', 'retention.bytes', 'cleanup.policy'])).get(topic)!);
+    if (after['retention.ms'] === '-1') break;
+    await sleep(200);
+  }
+  assert.deepEqual(after, wanted);
   await assert.rejects(setTopicConfigs(bootstrap, topic, { 'cleanup.policy': 'shred' }), (e: unknown) => e instanceof AlterConfigsError && e.topic === topic && e.errorCode !== 0);
 });
