@@ -17,6 +17,11 @@ export class TableChangeInvalidError extends SerdeError {
   readonly code = 'TABLE_CHANGE_INVALID';
 }
 
+/** The one place TABLE_CHANGE_INVALID is raised. */
+function invalid(ctx: SerdeContext, operation: 'serialize' | 'deserialize', detail: string): never {
+  throw new TableChangeInvalidError(ctx, operation, detail);
+}
+
 const REMOVED = 1;
 const ADDED = 2;
 const LENGTH_BYTES = 4;
@@ -34,12 +39,12 @@ export function tableChangeSerde(inner: Serde<unknown>): Serde<TableChange> {
   const encode = (value: unknown, ctx: SerdeContext): Buffer => inner.serialize(value, ctx) ?? Buffer.alloc(0);
   const parts = (data: Buffer | null, ctx: SerdeContext): { removed?: Buffer; added?: Buffer } => {
     const flags = data?.[0];
-    if (data === null || flags === undefined || flags < REMOVED || flags > (REMOVED | ADDED)) throw new TableChangeInvalidError(ctx, 'deserialize', `expected a table change (flags 1-3), got ${data === null ? 'no bytes' : `flags ${flags ?? 'none'}`}`);
+    if (data === null || flags === undefined || flags < REMOVED || flags > (REMOVED | ADDED)) invalid(ctx, 'deserialize', `expected a table change (flags 1-3), got ${data === null ? 'no bytes' : `flags ${flags ?? 'none'}`}`);
     if (flags === REMOVED) return { removed: data.subarray(1) };
     if (flags === ADDED) return { added: data.subarray(1) };
     const length = data.length >= 1 + LENGTH_BYTES ? data.readUInt32BE(1) : -1;
     const start = 1 + LENGTH_BYTES;
-    if (length < 0 || start + length > data.length) throw new TableChangeInvalidError(ctx, 'deserialize', `the removed value's length runs past the record (${data.length} bytes)`);
+    if (length < 0 || start + length > data.length) invalid(ctx, 'deserialize', `the removed value's length runs past the record (${data.length} bytes)`);
     return { removed: data.subarray(start, start + length), added: data.subarray(start + length) };
   };
   return {
@@ -55,7 +60,7 @@ export function tableChangeSerde(inner: Serde<unknown>): Serde<TableChange> {
       }
       if (removed !== undefined) return Buffer.concat([Buffer.of(REMOVED), removed]);
       if (added !== undefined) return Buffer.concat([Buffer.of(ADDED), added]);
-      throw new TableChangeInvalidError(ctx, 'serialize', 'a table change with neither a removed nor an added value');
+      return invalid(ctx, 'serialize', 'a table change with neither a removed nor an added value');
     },
     deserialize: (data, ctx) => {
       const { removed, added } = parts(data, ctx);
