@@ -2,6 +2,7 @@ export { TopologyBuilder, isTopologyBuilder } from './topology-builder.ts';
 export { Stream } from './stream.ts';
 export { GroupedStream, WindowedGroupedStream, SessionWindowedGroupedStream } from './grouped-streams.ts';
 export { Table, GlobalTable } from './table.ts';
+export { GroupedTable } from './grouped-tables.ts';
 export { tumblingWindow, hoppingWindow, JoinWindows, type WindowOptions } from './windows.ts';
 export { SessionWindows, type SessionWindowSpec } from './session-windows.ts';
 export { Suppressed, type BufferConfig, type SuppressSpec } from './suppress.ts';

@@ -36,6 +36,7 @@ export type StageKind =
   | 'toTable'
   | 'tableFilter'
   | 'tableMapValues'
+  | 'tableGroupBy'
   | 'streamTableJoin'
   | 'tableTableJoin'
   | 'streamStreamJoin'
@@ -88,6 +89,7 @@ export const STAGE_KINDS: Readonly<Record<StageKind, StageKindInfo>> = {
   toTable: { label: 'TOTABLE', boundary: 'transactional', role: 'processor', changesKey: false, threadSafe: false },
   tableFilter: { label: 'FILTER', boundary: 'transactional', role: 'processor', changesKey: false, threadSafe: false },
   tableMapValues: { label: 'MAPVALUES', boundary: 'transactional', role: 'processor', changesKey: false, threadSafe: false },
+  tableGroupBy: { label: 'SELECT', boundary: 'transactional', role: 'processor', changesKey: true, threadSafe: false },
   streamTableJoin: { label: 'JOIN', boundary: 'transactional', role: 'processor', changesKey: false, threadSafe: false },
   tableTableJoin: { label: 'JOIN', boundary: 'transactional', role: 'processor', changesKey: false, threadSafe: false },
   streamStreamJoin: { label: 'JOIN', boundary: 'transactional', role: 'processor', changesKey: false, threadSafe: false },
@@ -158,11 +160,19 @@ export type StageSpec =
       /** Serdes of the grouped input (groupByKey may override the stream's), for the repartition topic. */
       readonly groupKeySerde?: Serde<unknown>;
       readonly groupValueSerde?: Serde<unknown>;
+      /** The user's functions `fn` calls (a re-grouped table's adder and subtractor), so that compile refuses async ones. */
+      readonly calls?: readonly ((...args: never[]) => unknown)[];
     }
   | { readonly kind: 'toStream' }
   | { readonly kind: 'toTable'; readonly store?: string }
   | { readonly kind: 'tableFilter'; readonly fn: KeyValueFn; readonly negate: boolean }
   | { readonly kind: 'tableMapValues'; readonly fn: ValueOnlyFn }
+  /**
+   * `table.groupBy(selector)`: `fn(key, value)` gives a row's group as [groupKey, groupValue]. Each
+   * update sends a TableChange (state/table-change.ts) to the old and the new group; the stage keeps
+   * the rows it grouped (keyed and encoded with the table's serdes) to know a row's previous group.
+   */
+  | { readonly kind: 'tableGroupBy'; readonly fn: KeyValueFn; readonly rowKeySerde?: Serde<unknown>; readonly rowValueSerde?: Serde<unknown>; readonly store?: string }
   /** The second parent is the table; its updates alone emit nothing. */
   | { readonly kind: 'streamTableJoin'; readonly mode: 'inner' | 'left'; readonly joiner: JoinerFn }
   | { readonly kind: 'tableTableJoin'; readonly mode: JoinMode; readonly joiner: JoinerFn }

@@ -4,6 +4,8 @@ import type { SourceOptions, TableSourceOptions, TopologyOptions } from './types
 import { asSerde, type AnySerde } from './serde-typing.ts';
 import { Stream } from './stream.ts';
 import { GlobalTable, Table } from './table.ts';
+// Defines Table.groupBy (a module augmentation, as stream.ts defines Table.toStream).
+import './grouped-tables.ts';
 
 /** Lets loadTopology recognise a builder even if it came from another copy of this module. */
 export const TOPOLOGY_BUILDER_BRAND: unique symbol = Symbol.for('onceflow.TopologyBuilder') as never;

@@ -112,6 +112,14 @@ export interface GroupByOptions<K, V> extends NamedOptions {
   readonly value?: SerdeFor<V>;
 }
 
+export interface TableGroupByOptions<K, V> extends NamedOptions {
+  /** Serdes of the groups' keys and values: the repartition topic carries them. */
+  readonly key: SerdeFor<K>;
+  readonly value: SerdeFor<V>;
+  /** The store of the rows the re-grouping has placed (defaults to `name`, else derived from the node name). */
+  readonly store?: string;
+}
+
 export interface ValueSerdeOptions<V> extends NamedOptions {
   readonly value?: SerdeFor<V>;
 }

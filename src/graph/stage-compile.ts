@@ -40,7 +40,7 @@ export function isTable(n: WorkNode): boolean {
 }
 
 export function autoName(kind: StageKind, index: number): string {
-  const prefix = kind === 'toStream' || TABLE_KINDS.has(kind) ? 'KTABLE' : 'KSTREAM';
+  const prefix = kind === 'toStream' || kind === 'tableGroupBy' || TABLE_KINDS.has(kind) ? 'KTABLE' : 'KSTREAM';
   return `${prefix}-${STAGE_KINDS[kind].label}-${String(index).padStart(10, '0')}`;
 }
 

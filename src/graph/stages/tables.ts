@@ -21,6 +21,12 @@ export const TABLE_STAGES: StageCompilers = {
   tableMapValues: (s) => {
     s.node.tableInputs = [s.requireTable(s.parents[0]!).name];
   },
+  tableGroupBy: (s, spec) => {
+    // No requireTable: the stage reads no rows of its input, it keeps its own (so it may follow a suppress or a windowed aggregate).
+    const key = s.requireSerde(spec.rowKeySerde, 'the key of the rows a table re-grouping keeps', 'give the table a key serde (table(topic, { key }) or toTable({ key }))');
+    const value = s.requireSerde(spec.rowValueSerde, 'the value of the rows a table re-grouping keeps', 'give the table a value serde (pass { value } to the mapValues or join before groupBy)');
+    s.addStore(s.storeName(spec.store), 'key-value', key, value);
+  },
   globalTable: (s, spec) => {
     s.checkTopic(spec.topic, s.name);
     s.claimSourceTopic(spec.topic);

@@ -1,7 +1,10 @@
 // Tables inside a task: a table's rows can be read by key (RowReader), which is how joins see the
 // table's value as of the record they join; a table's updates flow on as (key, value), a deleted
 // row as (key, null).
+import { isDeepStrictEqual } from 'node:util';
+import type { KeyValue } from '../../dsl/types.ts';
 import type { CompiledNode, CompiledStore } from '../../graph/types.ts';
+import type { TableChange } from '../../state/table-change.ts';
 import type { TransactionalStore } from '../../state/transactional.ts';
 import { StatefulNode } from './stateful.ts';
 import type { NodeFactories, RowReader } from './node-factory.ts';
@@ -120,6 +123,49 @@ export class TableMapValuesNode extends RuntimeNode implements RowReader {
   }
 }
 
+/**
+ * `table.groupBy(selector)`: each update of a row sends a TableChange to the group it leaves (its
+ * previous value, removed) and to the group it joins (its new value, added), one change with both when
+ * the group stays the same. The previous value comes from this stage's own store of the rows it
+ * placed, not from the table upstream: that store has already been written when the update arrives,
+ * and what was last sent to a group is what must be taken out of it, whatever the table upstream is
+ * (a filter, a join, an aggregate whose record cache held updates back).
+ */
+export class TableGroupByNode extends StatefulNode {
+  readonly #select = (this.node.spec as Spec<'tableGroupBy'>).fn;
+
+  #groupOf(key: unknown, value: unknown): KeyValue<unknown, unknown> | undefined {
+    if (value === undefined) return undefined;
+    const group = this.checkSync(this.#select(key, value)) as KeyValue<unknown, unknown>;
+    if (group[0] !== null && group[0] !== undefined) return group;
+    this.task.metrics.nullKeysDropped++;
+    return undefined;
+  }
+
+  protected apply(key: unknown, value: unknown): Step {
+    if (key === null || key === undefined) {
+      this.task.metrics.nullKeysDropped++;
+      return;
+    }
+    const kb = this.keyBytes(key);
+    const stored = this.store.get(kb);
+    const previous = stored === undefined ? undefined : this.storeSpec.valueSerde.deserialize(stored, this.valueCtx);
+    const next = value === null ? undefined : value;
+    const from = this.#groupOf(key, previous);
+    const to = this.#groupOf(key, next);
+    if (next === undefined) {
+      if (stored !== undefined) this.store.delete(kb, this.task.timestamp);
+    } else {
+      this.store.put(kb, this.storeSpec.valueSerde.serialize(next, this.valueCtx) ?? Buffer.alloc(0), this.task.timestamp);
+    }
+    if (from !== undefined && to !== undefined && isDeepStrictEqual(from[0], to[0])) return this.forward(to[0], { removed: from[1], added: to[1] } satisfies TableChange);
+    const changes: KeyValue<unknown, TableChange>[] = [];
+    if (from !== undefined) changes.push([from[0], { removed: from[1] }]);
+    if (to !== undefined) changes.push([to[0], { added: to[1] }]);
+    return this.forwardPairs(changes, 0);
+  }
+}
+
 export const TABLE_NODES = {
   toTable: ({ task, node, storeOf }) => {
     const s = storeOf(node.stores[0]!);
@@ -127,4 +173,8 @@ export const TABLE_NODES = {
   },
   tableFilter: ({ task, node, tableInput }) => new TableFilterNode(task, node, tableInput(0)),
   tableMapValues: ({ task, node, tableInput }) => new TableMapValuesNode(task, node, tableInput(0)),
+  tableGroupBy: ({ task, node, storeOf }) => {
+    const s = storeOf(node.stores[0]!);
+    return new TableGroupByNode(task, node, s.store, s.spec);
+  },
 } satisfies NodeFactories;
