@@ -93,7 +93,8 @@ export async function requireReachable(connection: Pick<Connection, 'bootstrap' 
     : devBroker
       ? undefined
       : 'For a local one: `onceflow dev up`.';
-  await requireBroker(connection.bootstrap, { clientOptions, source: connection.source, ...(hint ? { hint } : {}) });
+  const protocolHint = devBroker && dev.clientOptions ? `This is the \`dev up --secure\` cluster: given no bootstrap, commands use its settings from ${dev.file}; \`onceflow dev status\` prints them.` : undefined;
+  await requireBroker(connection.bootstrap, { clientOptions, source: connection.source, ...(hint ? { hint } : {}), ...(protocolHint ? { protocolHint } : {}) });
 }
 
 /** Resolves the connection and checks that its broker answers: the start of every command that talks to Kafka. */
