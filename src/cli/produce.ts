@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { DEFAULT_BATCH_SIZE } from '../core/record-size.ts';
-import { partitionCounts, withAdmin, type ClientOptions } from '../kafka/admin.ts';
+import { requireTopics, withAdmin, type ClientOptions } from '../kafka/admin.ts';
 import { produceInOneTransaction } from '../kafka/produce-records.ts';
 import { kafkaClients } from '../runtime/base/client-supplier.ts';
 import { readRecordSizeLimits } from '../runtime/base/record-limits.ts';
@@ -42,7 +42,7 @@ export function registerProduce(program: Command): void {
       const connection = await connect(opts);
       const { clientOptions } = connection;
       // librdkafka would otherwise wait out message.timeout.ms on a topic that does not exist.
-      await withAdmin(connection.bootstrap, (admin) => partitionCounts(admin, [topic]), clientOptions);
+      await withAdmin(connection.bootstrap, (admin) => requireTopics(admin, { output: [topic] }, clientOptions), clientOptions);
       const format = opts.format ?? (opts.schema ? 'avro' : 'json');
       const encode = await lineEncoder({
         topic,

@@ -45,7 +45,7 @@ export function registerTopics(program: Command): void {
     .action(async (topic: string, opts: ConnectionFlags & { json?: boolean }) => {
       const { bootstrap, clientOptions } = await connect(opts);
       const described = await withAdmin(bootstrap, async (admin) => {
-        await requireTopics(admin, { source: [topic] });
+        await requireTopics(admin, { source: [topic] }, clientOptions);
         const [meta] = await admin.fetchTopicMetadata({ topics: [topic] });
         const committed = await admin.fetchTopicOffsets(topic, { isolationLevel: KafkaJS.IsolationLevel.READ_COMMITTED });
         return {
