@@ -105,8 +105,11 @@ export interface ConfigSourcesInput {
   readonly file?: string;
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly flags?: ConfigFlags;
-  /** The local cluster `onceflow dev up` started: its bootstrap and registry, below every other source. */
-  readonly devCluster?: { readonly bootstrap: string; readonly registryUrl?: string };
+  /**
+   * The local cluster `onceflow dev up` started: its bootstrap and registry, below every other source;
+   * its client options (a `--secure` cluster's TLS and SASL settings) only when its bootstrap is the one used.
+   */
+  readonly devCluster?: { readonly bootstrap: string; readonly registryUrl?: string; readonly clientOptions?: Readonly<Record<string, string | number | boolean>> };
 }
 
 export interface ResolvedConfigSources {
@@ -228,6 +231,14 @@ export function resolveConfigSources(sources: ConfigSourcesInput): ResolvedConfi
   for (const [k, v] of Object.entries(kafkaFromFlags(flags.kafka))) {
     kafka[k] = v;
     origin[`kafka.${k}`] = 'flag';
+  }
+  // A secure dev cluster's settings belong to its listener: given another bootstrap they would be wrong.
+  if (dev?.clientOptions && origin.bootstrap === 'dev') {
+    for (const [k, v] of Object.entries(dev.clientOptions)) {
+      if (kafka[k] !== undefined) continue;
+      kafka[k] = v;
+      origin[`kafka.${k}`] = 'dev';
+    }
   }
   if (Object.keys(kafka).length > 0) input.kafka = kafka;
   return { input: input as WorkerConfigInput, origin, unknownEnv: unknownEnv.sort() };

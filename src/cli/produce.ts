@@ -1,23 +1,22 @@
 import { readFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { DEFAULT_BATCH_SIZE } from '../core/record-size.ts';
-import { partitionCounts, withAdmin, type ClientOptions } from '../kafka/admin.ts';
+import { requireTopics, withAdmin, type ClientOptions } from '../kafka/admin.ts';
 import { produceInOneTransaction } from '../kafka/produce-records.ts';
 import { kafkaClients } from '../runtime/base/client-supplier.ts';
 import { readRecordSizeLimits } from '../runtime/base/record-limits.ts';
-import { connect } from './connection.ts';
+import { addClientOptions } from './client-options.ts';
+import { connect, type ConnectionFlags } from './connection.ts';
 import { intAtLeast } from './int-option.ts';
 import { checkRecordSizes, type NumberedRecord } from './produce-limits.ts';
 import { lineEncoder, ProduceInputError, type ProduceFormat } from './record-format.ts';
 
-interface ProduceOptions {
+interface ProduceOptions extends ConnectionFlags {
   format?: ProduceFormat;
   schema?: string;
   keyField?: string;
   keyed?: boolean;
   maxMessageBytes?: number;
-  bootstrap?: string;
-  registryUrl?: string;
 }
 
 function readInput(file: string | undefined): string {
@@ -29,20 +28,21 @@ function readInput(file: string | undefined): string {
 }
 
 export function registerProduce(program: Command): void {
-  program
+  addClientOptions(program
     .command('produce <topic> [file]')
     .description('write one record per line of a file (or stdin) in one transaction: every line is checked first, and any failure writes nothing. JSON values by default, text, or registry Avro with --schema')
     .addOption(new Option('--format <format>', 'json: each line a JSON value; text: each line as it is; avro: a JSON line encoded with --schema').choices(['json', 'text', 'avro']))
     .option('--schema <file.avsc>', 'Avro value schema, registered under <topic>-value (implies --format avro)')
     .option('--key-field <field>', 'the key is this field of each value')
     .option('--keyed', 'each line is {"key": ..., "value": ..., "headers": {...}}')
-    .option('--max-message-bytes <n>', "the producer's message.max.bytes: the largest record it sends (default 1000000; the topic's max.message.bytes still applies)", intAtLeast(1000))
-    .option('--bootstrap <servers>', 'Kafka bootstrap servers (env ONCEFLOW_BOOTSTRAP; default: the `dev up` cluster)')
-    .option('--registry-url <url>', 'schema registry (env ONCEFLOW_REGISTRY_URL; default: the `dev up` registry)')
+    .option('--max-message-bytes <n>', "the producer's message.max.bytes: the largest record it sends (default 1000000; the topic's max.message.bytes still applies)", intAtLeast(1000)),
+    { registryHelp: 'schema registry (env ONCEFLOW_REGISTRY_URL; default: the `dev up` registry)' },
+  )
     .action(async (topic: string, file: string | undefined, opts: ProduceOptions) => {
-      const connection = await connect({ bootstrap: opts.bootstrap, registryUrl: opts.registryUrl });
+      const connection = await connect(opts);
+      const { clientOptions } = connection;
       // librdkafka would otherwise wait out message.timeout.ms on a topic that does not exist.
-      await withAdmin(connection.bootstrap, (admin) => partitionCounts(admin, [topic]));
+      await withAdmin(connection.bootstrap, (admin) => requireTopics(admin, { output: [topic] }, clientOptions), clientOptions);
       const format = opts.format ?? (opts.schema ? 'avro' : 'json');
       const encode = await lineEncoder({
         topic,
@@ -58,7 +58,7 @@ export function registerProduce(program: Command): void {
         .map((line, i) => ({ line: line.trim(), lineNumber: i + 1 }))
         .filter((l) => l.line !== '')
         .map((l) => ({ lineNumber: l.lineNumber, record: encode(l.line, l.lineNumber) }));
-      const producerOptions: ClientOptions = opts.maxMessageBytes === undefined ? {} : { 'message.max.bytes': opts.maxMessageBytes };
+      const producerOptions: ClientOptions = opts.maxMessageBytes === undefined ? clientOptions : { ...clientOptions, 'message.max.bytes': opts.maxMessageBytes };
       const { limits, unknown } = await readRecordSizeLimits(kafkaClients, connection.bootstrap, [topic], producerOptions);
       if (unknown !== undefined) console.error(`onceflow: warning: the topic's max.message.bytes is not known (${unknown}); only the producer's limit was checked`);
       checkRecordSizes(topic, records, limits);

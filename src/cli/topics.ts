@@ -1,10 +1,10 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { KafkaJS } from '@confluentinc/kafka-javascript';
 import { ensureTopics, requireTopics, withAdmin } from '../kafka/admin.ts';
-import { connect } from './connection.ts';
+import { addClientOptions } from './client-options.ts';
+import { connect, type ConnectionFlags } from './connection.ts';
 import { intAtLeast } from './int-option.ts';
 
-const BOOTSTRAP_HELP = 'Kafka bootstrap servers (env ONCEFLOW_BOOTSTRAP; default: the `dev up` cluster)';
 /** Repeated `--config key=value`, refused by commander (naming the option) when a pair has no key. */
 function collectPair(kv: string, prev: Record<string, string> = {}): Record<string, string> {
   const at = kv.indexOf('=');
@@ -14,41 +14,38 @@ function collectPair(kv: string, prev: Record<string, string> = {}): Record<stri
 
 export function registerTopics(program: Command): void {
   const topics = program.command('topics').description('create, list and describe topics');
-  topics
+  addClientOptions(topics
     .command('create <names...>')
     .description('create topics that do not exist yet (existing ones are left as they are)')
     .option('--partitions <n>', 'partitions of each new topic', intAtLeast(1), 1)
     .option('--compact', 'cleanup.policy=compact')
-    .option('--config <key=value>', 'topic config, repeatable (e.g. retention.ms=86400000)', collectPair)
-    .option('--bootstrap <servers>', BOOTSTRAP_HELP)
-    .action(async (names: string[], opts: { partitions: number; compact?: boolean; config?: Record<string, string>; bootstrap?: string }) => {
-      const { bootstrap } = await connect({ bootstrap: opts.bootstrap });
+    .option('--config <key=value>', 'topic config, repeatable (e.g. retention.ms=86400000)', collectPair))
+    .action(async (names: string[], opts: ConnectionFlags & { partitions: number; compact?: boolean; config?: Record<string, string> }) => {
+      const { bootstrap, clientOptions } = await connect(opts);
       const existing = await withAdmin(bootstrap, async (admin) => {
         const before = new Set(await admin.listTopics());
         await ensureTopics(admin, names.map((name) => ({ name, partitions: opts.partitions, compact: opts.compact === true, config: opts.config ?? {} })));
         return before;
-      });
+      }, clientOptions);
       for (const name of names) console.log(existing.has(name) ? `exists: ${name}` : `created: ${name} (${opts.partitions} partition${opts.partitions > 1 ? 's' : ''})`);
     });
-  topics
+  addClientOptions(topics
     .command('list')
     .description('the topics on the cluster (internal __ topics only with --all)')
-    .option('--all', 'include Kafka\'s internal topics')
-    .option('--bootstrap <servers>', BOOTSTRAP_HELP)
-    .action(async (opts: { all?: boolean; bootstrap?: string }) => {
-      const { bootstrap } = await connect({ bootstrap: opts.bootstrap });
-      const names = await withAdmin(bootstrap, (admin) => admin.listTopics());
+    .option('--all', 'include Kafka\'s internal topics'))
+    .action(async (opts: ConnectionFlags & { all?: boolean }) => {
+      const { bootstrap, clientOptions } = await connect(opts);
+      const names = await withAdmin(bootstrap, (admin) => admin.listTopics(), clientOptions);
       for (const name of names.filter((n) => opts.all || !n.startsWith('__')).sort()) console.log(name);
     });
-  topics
+  addClientOptions(topics
     .command('describe <topic>')
     .description('partitions, leaders and offsets of a topic')
-    .option('--json', 'print JSON')
-    .option('--bootstrap <servers>', BOOTSTRAP_HELP)
-    .action(async (topic: string, opts: { json?: boolean; bootstrap?: string }) => {
-      const { bootstrap } = await connect({ bootstrap: opts.bootstrap });
+    .option('--json', 'print JSON'))
+    .action(async (topic: string, opts: ConnectionFlags & { json?: boolean }) => {
+      const { bootstrap, clientOptions } = await connect(opts);
       const described = await withAdmin(bootstrap, async (admin) => {
-        await requireTopics(admin, { source: [topic] });
+        await requireTopics(admin, { source: [topic] }, clientOptions);
         const [meta] = await admin.fetchTopicMetadata({ topics: [topic] });
         const committed = await admin.fetchTopicOffsets(topic, { isolationLevel: KafkaJS.IsolationLevel.READ_COMMITTED });
         return {
@@ -60,7 +57,7 @@ export function registerTopics(program: Command): void {
             })
             .sort((a, b) => a.partition - b.partition),
         };
-      });
+      }, clientOptions);
       if (opts.json) {
         console.log(JSON.stringify(described, null, 2));
         return;

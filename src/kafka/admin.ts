@@ -13,6 +13,21 @@ export class TopicError extends OnceflowError {
   }
 }
 
+/**
+ * Topics the client's principal may not DESCRIBE: Kafka then answers "not authorized" whether or not
+ * they exist, and leaves them out of every listing, so they must not be reported as missing.
+ */
+export class TopicAuthorizationError extends OnceflowError {
+  readonly code = 'TOPIC_NOT_AUTHORIZED';
+  constructor(
+    message: string,
+    readonly topics: readonly string[],
+    readonly principal: string | undefined,
+  ) {
+    super(message);
+  }
+}
+
 /** Wrong SASL credentials: said at once, instead of the timeouts and transport errors librdkafka reports for it. */
 export class KafkaAuthenticationError extends OnceflowError {
   readonly code = 'AUTHENTICATION_FAILED';
@@ -133,19 +148,51 @@ export async function ensureTopics(admin: AdminClient, specs: readonly TopicSpec
   throw new TopicError('TOPIC_CREATE_FAILED', `could not create topics ${still.join(', ')}: ${why}`, still);
 }
 
+/** The Kafka principal of a SASL client (`User:<sasl.username>`); undefined for others (a TLS client's comes from its certificate). */
+export function principalOf(clientOptions: ClientOptions): string | undefined {
+  const user = clientOptions['sasl.username'];
+  return user === undefined || user === '' ? undefined : `User:${String(user)}`;
+}
+
+/** What each role needs on its topics, as `onceflow acls` prints it (READ and WRITE include DESCRIBE). */
+const ROLE_OPERATIONS = { source: ['READ'], output: ['WRITE', 'DESCRIBE'] } as const;
+
+/** The topics among `unlisted` whose metadata the broker refuses (TOPIC_AUTHORIZATION_FAILED) rather than does not know. */
+async function unauthorizedAmong(admin: AdminClient, unlisted: readonly string[]): Promise<string[]> {
+  const hidden: string[] = [];
+  // One topic a request: the client fails a whole request on its first topic error.
+  for (const topic of unlisted) {
+    const code = await admin.fetchTopicMetadata({ topics: [topic] }).then(() => undefined, (e: unknown) => (e as { code?: unknown }).code);
+    if (code === ERR.ERR_TOPIC_AUTHORIZATION_FAILED) hidden.push(topic);
+  }
+  return hidden;
+}
+
+function authorizationError(role: keyof typeof ROLE_OPERATIONS, topics: readonly string[], principal: string | undefined): TopicAuthorizationError {
+  const who = principal ?? "the client's principal";
+  const acls = topics.flatMap((t) => ROLE_OPERATIONS[role].map((op) => `${principal ?? 'User:<name>'} ${op} TOPIC LITERAL ${t}`));
+  return new TopicAuthorizationError(
+    `${who} may not DESCRIBE ${role} topic${topics.length > 1 ? 's' : ''} ${topics.join(', ')} (Kafka answers "not authorized" whether or not a topic exists): add the ACL${acls.length > 1 ? 's' : ''} ${acls.map((a) => `\`${a}\``).join(', ')}. \`onceflow acls <topology> --principal ${principal ?? 'User:<name>'}\` prints every ACL the application needs; \`onceflow dev grant\` adds them to a \`dev up --secure\` cluster.`,
+    topics,
+    principal,
+  );
+}
+
 /**
  * Throws naming every missing topic of the first role that has one (sources before outputs); one
- * listing serves every role.
+ * listing serves every role. A topic the listing leaves out because the principal (from
+ * `clientOptions`) may not see it is an authorization error, not a missing topic.
  */
-export async function requireTopics(admin: AdminClient, needed: Readonly<Partial<Record<'source' | 'output', readonly string[]>>>): Promise<void> {
+export async function requireTopics(admin: AdminClient, needed: Readonly<Partial<Record<'source' | 'output', readonly string[]>>>, clientOptions: ClientOptions = {}): Promise<void> {
   const roles = (['source', 'output'] as const).filter((role) => (needed[role]?.length ?? 0) > 0);
   if (roles.length === 0) return;
   const existing = new Set(await listTopics(admin));
   for (const role of roles) {
-    const missing = (needed[role] ?? []).filter((t) => !existing.has(t));
-    if (missing.length > 0) {
-      throw new TopicError('TOPIC_MISSING', `${role} topic${missing.length > 1 ? 's' : ''} missing: ${missing.join(', ')} (create ${missing.length > 1 ? 'them' : 'it'} before starting the application)`, missing);
-    }
+    const unlisted = (needed[role] ?? []).filter((t) => !existing.has(t));
+    if (unlisted.length === 0) continue;
+    const hidden = await unauthorizedAmong(admin, unlisted);
+    if (hidden.length > 0) throw authorizationError(role, hidden, principalOf(clientOptions));
+    throw new TopicError('TOPIC_MISSING', `${role} topic${unlisted.length > 1 ? 's' : ''} missing: ${unlisted.join(', ')} (create ${unlisted.length > 1 ? 'them' : 'it'} before starting the application)`, unlisted);
   }
 }
 
@@ -156,8 +203,8 @@ export async function fetchPartitionCounts(admin: AdminClient, topics: readonly 
 }
 
 /** Partition count of each topic; throws naming every topic that does not exist. */
-export async function partitionCounts(admin: AdminClient, topics: readonly string[]): Promise<Map<string, number>> {
-  await requireTopics(admin, { source: topics });
+export async function partitionCounts(admin: AdminClient, topics: readonly string[], clientOptions: ClientOptions = {}): Promise<Map<string, number>> {
+  await requireTopics(admin, { source: topics }, clientOptions);
   return fetchPartitionCounts(admin, topics);
 }
 

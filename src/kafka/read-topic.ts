@@ -25,7 +25,7 @@ export async function partitionsOf(bootstrap: string, topic: string, clientOptio
   const deadline = Date.now() + missingTopicGraceMs;
   for (;;) {
     try {
-      return (await withAdmin(bootstrap, (admin) => partitionCounts(admin, [topic]), clientOptions)).get(topic) ?? 0;
+      return (await withAdmin(bootstrap, (admin) => partitionCounts(admin, [topic], clientOptions), clientOptions)).get(topic) ?? 0;
     } catch (e) {
       if (!(e instanceof TopicError) || e.code !== 'TOPIC_MISSING' || Date.now() > deadline) throw e;
       await new Promise((resolve) => setTimeout(resolve, 500));

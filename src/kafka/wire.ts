@@ -1,4 +1,5 @@
 import { connect, type Socket } from 'node:net';
+import { connect as connectTls } from 'node:tls';
 import { OnceflowError } from '../errors.ts';
 import type { ClientOptions } from './admin.ts';
 
@@ -29,12 +30,22 @@ export interface BrokerRequest<T> {
   readonly parse: (r: Reader) => T;
 }
 
+export interface SendOptions {
+  readonly clientId?: string;
+  readonly timeoutMs?: number;
+  /**
+   * Over TLS, without checking the broker's certificate: only for asking a listener which protocol it
+   * speaks (listener-probe.ts), a request that carries nothing secret and whose answer is not trusted.
+   */
+  readonly unverifiedTls?: boolean;
+}
+
 /** Sends `request` to the first broker of `bootstrap` that answers it. */
-export async function sendToAnyBroker<T>(bootstrap: string, request: BrokerRequest<T>, options: { readonly clientId?: string; readonly timeoutMs?: number } = {}): Promise<T> {
+export async function sendToAnyBroker<T>(bootstrap: string, request: BrokerRequest<T>, options: SendOptions = {}): Promise<T> {
   let last: unknown;
   for (const address of bootstrap.split(',').map((a) => a.trim().replace(/^[a-z_]+:\/\//i, '')).filter((a) => a.length > 0)) {
     try {
-      return await sendTo(address, request, options.clientId ?? 'onceflow', options.timeoutMs ?? 10_000);
+      return await sendTo(address, request, options.clientId ?? 'onceflow', options.timeoutMs ?? 10_000, options.unverifiedTls === true);
     } catch (e) {
       last = e;
     }
@@ -42,13 +53,13 @@ export async function sendToAnyBroker<T>(bootstrap: string, request: BrokerReque
   throw requestFailed(`no broker of ${bootstrap} answered (API key ${request.apiKey}): ${last instanceof Error ? last.message : String(last)}`, last);
 }
 
-async function sendTo<T>(address: string, request: BrokerRequest<T>, clientId: string, timeoutMs: number): Promise<T> {
+async function sendTo<T>(address: string, request: BrokerRequest<T>, clientId: string, timeoutMs: number, unverifiedTls: boolean): Promise<T> {
   const colon = address.lastIndexOf(':');
   const host = address.slice(0, colon).replace(/^\[|\]$/g, '');
   const port = Number(address.slice(colon + 1));
-  const socket = connect({ host, port });
+  const socket = unverifiedTls ? connectTls({ host, port, rejectUnauthorized: false }) : connect({ host, port });
   try {
-    return request.parse(new Reader(await exchange(socket, frame(request, clientId), timeoutMs)).skipCorrelationId());
+    return request.parse(new Reader(await exchange(socket, frame(request, clientId), timeoutMs, unverifiedTls ? 'secureConnect' : 'connect')).skipCorrelationId());
   } finally {
     socket.destroy();
   }
@@ -66,7 +77,7 @@ export function frame(request: BrokerRequest<unknown>, clientId: string): Buffer
   return framed;
 }
 
-function exchange(socket: Socket, framed: Buffer, timeoutMs: number): Promise<Buffer> {
+function exchange(socket: Socket, framed: Buffer, timeoutMs: number, readyEvent: 'connect' | 'secureConnect'): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     let received = Buffer.alloc(0);
     const timer = setTimeout(() => reject(requestFailed(`no answer within ${timeoutMs} ms`)), timeoutMs);
@@ -81,7 +92,7 @@ function exchange(socket: Socket, framed: Buffer, timeoutMs: number): Promise<Bu
       received = Buffer.concat([received, chunk]);
       if (received.length >= 4 && received.length >= 4 + received.readInt32BE(0)) done(() => resolve(received.subarray(4, 4 + received.readInt32BE(0))));
     });
-    socket.once('connect', () => socket.write(framed));
+    socket.once(readyEvent, () => socket.write(framed));
   });
 }
 

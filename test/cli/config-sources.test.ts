@@ -148,3 +148,14 @@ test('runtime options: port, DLQ readiness threshold, log level and format from 
   assert.throws(() => resolveRuntimeOptions({ ONCEFLOW_HTTP_PORT: 'http' }), (e: unknown) => e instanceof ConfigSourceError && e.code === 'CONFIG_ENV_INVALID' && /ONCEFLOW_HTTP_PORT must be an integer from 0 to 65535/.test(e.message));
   assert.throws(() => resolveRuntimeOptions({}, { logLevel: 'loud' }), (e: unknown) => e instanceof ConfigSourceError && /--log-level must be one of trace \| debug/.test(e.message));
 });
+
+test("a secure dev cluster's client options apply only with its bootstrap, below every other source key by key", () => {
+  const devCluster = { bootstrap: '127.0.0.1:39091', clientOptions: { 'security.protocol': 'SASL_SSL', 'sasl.username': 'admin', 'sasl.password': 'secret' } };
+  const fromDev = resolveConfigSources({ env: {}, flags: { kafka: ['sasl.username=reader'] }, devCluster });
+  assert.equal(fromDev.input.bootstrap, '127.0.0.1:39091');
+  assert.deepEqual(fromDev.input.kafka, { 'security.protocol': 'SASL_SSL', 'sasl.username': 'reader', 'sasl.password': 'secret' });
+  assert.deepEqual([fromDev.origin['kafka.sasl.username'], fromDev.origin['kafka.sasl.password']], ['flag', 'dev']);
+  const elsewhere = resolveConfigSources({ env: { ONCEFLOW_BOOTSTRAP: 'kafka:9092' }, devCluster });
+  assert.equal(elsewhere.input.bootstrap, 'kafka:9092');
+  assert.equal(elsewhere.input.kafka, undefined);
+});

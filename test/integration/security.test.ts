@@ -14,6 +14,15 @@ import type { LocalClusterInfo } from '../../src/kafka/cluster-info.ts';
 import { adminClientOptions, applySecurity, newPassword, scramClientOptions } from '../../src/kafka/security.ts';
 import { TestRun } from '../support/runs.ts';
 
+/**
+ * The CLI as a user runs it next to `dev up --secure`: the cluster found through ONCEFLOW_HOME, and no
+ * bootstrap nor Kafka option in the environment (the test harness sets ONCEFLOW_BOOTSTRAP for its own broker).
+ */
+function cliOnDevCluster(args: readonly string[], input?: string): { status: number | null; stdout: string; stderr: string } {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'ONCEFLOW_BOOTSTRAP' && name !== 'ONCEFLOW_REGISTRY_URL' && !name.startsWith('ONCEFLOW_KAFKA_')));
+  return spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: projectRoot(), env: { ...env, ONCEFLOW_HOME: dir }, encoding: 'utf8', ...(input === undefined ? {} : { input }), timeout: 120_000 });
+}
+
 /** librdkafka options as the worker reads them from its environment (ONCEFLOW_KAFKA_<NAME>). */
 function asWorkerEnv(options: ClientOptions): Record<string, string> {
   return Object.fromEntries(Object.entries(options).map(([k, v]) => [`ONCEFLOW_KAFKA_${k.toUpperCase().replace(/\./g, '_')}`, String(v)]));
@@ -31,10 +40,11 @@ function aclsFromCli(run: TestRun, principal: string): AclEntry[] {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'onceflow-secure-'));
-const users = { worker: newPassword(), notxn: newPassword(), reader: newPassword() };
+const users = { worker: newPassword(), notxn: newPassword(), reader: newPassword(), nobody: newPassword() };
 let cluster: LocalClusterInfo | undefined;
 let exact: TestRun;
 let noTxn: TestRun;
+let noAcls: TestRun;
 const runs: TestRun[] = [];
 
 function userEnv(name: keyof typeof users, password = users[name]): Record<string, string> {
@@ -51,8 +61,9 @@ before(async () => {
   const admin = { bootstrap: cluster.bootstrap, clientOptions: adminClientOptions(secure) };
   exact = new TestRun('orders', 2, {}, admin);
   noTxn = new TestRun('orders', 1, {}, admin);
-  runs.push(exact, noTxn);
-  await Promise.all([exact.createTopics(), noTxn.createTopics()]);
+  noAcls = new TestRun('orders', 1, {}, admin);
+  runs.push(exact, noTxn, noAcls);
+  await Promise.all([exact.createTopics(), noTxn.createTopics(), noAcls.createTopics()]);
   const acls = [
     ...aclsFromCli(exact, 'User:worker'),
     ...aclsFromCli(noTxn, 'User:notxn').filter((a) => a.resourceType !== 'TRANSACTIONAL_ID'),
@@ -123,6 +134,56 @@ describe('a secured cluster (SASL_SSL, SCRAM-SHA-512, StandardAuthorizer)', () =
     assert.match(stderr, /\[AUTHENTICATION_FAILED\]/);
     assert.match(stderr, /user "worker"/);
     assert.ok(!stderr.includes(wrong), 'the wrong password is not echoed');
+    assertNoSecret(stderr);
+  });
+
+  test('topics, produce and consume use the dev cluster\'s TLS and SCRAM settings from dev.json, given no bootstrap', () => {
+    const created = cliOnDevCluster(['topics', 'create', 'secure-tools', '--partitions', '2']);
+    assert.equal(created.status, 0, created.stderr);
+    assert.match(created.stdout, /created: secure-tools \(2 partitions\)/);
+    const produced = cliOnDevCluster(['produce', 'secure-tools'], '{"n":1}\n{"n":2}\n{"n":3}\n');
+    assert.equal(produced.status, 0, produced.stderr);
+    assert.match(produced.stdout, /produced 3 record\(s\) to secure-tools/);
+    const consumed = cliOnDevCluster(['consume', 'secure-tools', '--from-beginning', '--max', '3']);
+    assert.equal(consumed.status, 0, consumed.stderr);
+    const values = consumed.stdout.trim().split('\n').map((line) => (JSON.parse(line) as { value: { n: number } }).value.n);
+    assert.deepEqual(values.sort(), [1, 2, 3]);
+    const described = cliOnDevCluster(['topics', 'describe', 'secure-tools', '--json']);
+    assert.equal(described.status, 0, described.stderr);
+    assertNoSecret(created.stdout + created.stderr + produced.stdout + produced.stderr + consumed.stderr);
+  });
+
+  test('--kafka options, as run takes them, override the dev cluster\'s key by key', () => {
+    const asReader = cliOnDevCluster(['consume', exact.input, '--from-beginning', '--max', '1', '--kafka', 'sasl.username=reader', '--kafka', `sasl.password=${users.reader}`]);
+    assert.equal(asReader.status, 0, asReader.stderr);
+    const wrong = cliOnDevCluster(['topics', 'list', '--kafka', 'sasl.username=reader', '--kafka', 'sasl.password=not-it']);
+    assert.notEqual(wrong.status, 0);
+    assert.match(wrong.stderr, /\[AUTHENTICATION_FAILED\].*user "reader"/);
+    assertNoSecret(asReader.stderr + wrong.stderr);
+  });
+
+  test('a plaintext client is told the listener asks for SASL_SSL and which options to set, not BROKER_UNREACHABLE', () => {
+    const plain = cliOnDevCluster(['topics', 'list', '--bootstrap', cluster!.bootstrap]);
+    assert.notEqual(plain.status, 0);
+    assert.match(plain.stderr, /\[LISTENER_PROTOCOL_MISMATCH\]/);
+    assert.match(plain.stderr, /asks for SASL_SSL/);
+    assert.match(plain.stderr, /speaks PLAINTEXT/);
+    assert.match(plain.stderr, /security\.protocol=SASL_SSL, sasl\.mechanisms=SCRAM-SHA-512/);
+    assert.match(plain.stderr, /ssl\.ca\.location=/);
+    assert.doesNotMatch(plain.stderr, /BROKER_UNREACHABLE/);
+  });
+
+  test('a worker whose principal has no ACLs stops with an authorization error naming it and the ACL to add, not TOPIC_MISSING', async () => {
+    const w = noAcls.startWorker('a', { env: userEnv('nobody') });
+    const exit = await w.exitWithin(90_000);
+    assert.ok(exit, 'the worker exits on its own');
+    assert.notEqual(exit.code, 0);
+    const stderr = w.stderr.join('\n');
+    assert.match(stderr, /\[TOPIC_NOT_AUTHORIZED\]/);
+    assert.ok(stderr.includes(`User:nobody may not DESCRIBE source topic ${noAcls.input}`), stderr);
+    assert.ok(stderr.includes(`User:nobody READ TOPIC LITERAL ${noAcls.input}`), stderr);
+    assert.match(stderr, /onceflow acls <topology> --principal User:nobody/);
+    assert.doesNotMatch(stderr, /TOPIC_MISSING/);
     assertNoSecret(stderr);
   });
 });

@@ -19,7 +19,7 @@ export async function prepareTopics(admin: AdminClient, topology: RuntimeTopolog
   // With auto-creation off (the broker default in production) a produce to a missing topic only
   // times out inside the transaction, which then aborts on every replay: say so at start instead.
   const userOutputs = topology.topics.filter((t) => (t.kind === 'sink' || t.kind === 'dead-letter') && !t.internal).map((t) => t.name);
-  await requireTopics(admin, { source: userSources, output: userOutputs });
+  await requireTopics(admin, { source: userSources, output: userOutputs }, services?.config.kafka);
   const counts = await fetchPartitionCounts(admin, userSources);
   const internal = topology.resolvePartitions(counts).topics.filter((t) => t.internal);
   const specs: TopicSpec[] = internal.map((t) => ({ name: t.name, partitions: t.partitions ?? 1, compact: t.cleanupPolicy === 'compact', ...(t.config ? { config: t.config } : {}) }));
