@@ -17,6 +17,7 @@ import { prng, produceAll } from './orders-input.ts';
 import { waitCaughtUp } from './progress.ts';
 import { verify, type VerifyReport } from './verify.ts';
 import { WorkerProcess } from './worker-process.ts';
+import { PhaseTrigger } from './phase-trigger.ts';
 import { avroOrders } from './avro-orders.ts';
 import { OnceflowError } from '../errors.ts';
 
@@ -50,11 +51,18 @@ export interface ChaosOptions {
   readonly brokenWorker?: boolean;
   /** Place every kill in this transaction phase (default: every other kill in a random phase). */
   readonly phase?: ChaosPhase;
+  /**
+   * With `phase`: a kill is only the death at that phase. At the kill's moment the replica is armed
+   * (phase-trigger.ts) and SIGKILLs itself at its next pass of the phase in a transaction that wrote
+   * output, so no kill lands at a random point or where its replay could show nothing downstream.
+   * Without it, each kill is a SIGKILL at a random moment and then, on the restart, the death at `phase`.
+   */
+  readonly onlyAtPhase?: boolean;
   /** orders only: `avro` feeds registry Avro and runs the workers with ONCEFLOW_ORDERS_FORMAT=avro (needs the registry). */
   readonly format?: 'json' | 'avro';
   /** The registry for `format: avro` when `bootstrap` is given; else the started cluster's. */
   readonly registryUrl?: string;
-  /** The workers' cacheMaxRecords (default 0: every aggregate update goes downstream). */
+  /** The workers' cacheMaxRecords: 0 turns the record cache off (every aggregate update goes downstream); unset, the workers' default (bounded by bytes only). */
   readonly cacheMaxRecords?: number;
   /** `persistent`: the workers keep their stores in LMDB (one state dir for the run) with running checkpoints every second. */
   readonly stateStore?: 'memory' | 'persistent';
@@ -94,13 +102,16 @@ export interface ChaosResult {
   readonly format: 'json' | 'avro';
   readonly eventTimeAgeMs: number;
   readonly pipeline: string;
+  /** The run's result topic; `verify.duplicatesByTopic` counts it apart from the intermediate topics. */
+  readonly outputTopic: string;
   readonly seed: number;
   readonly duplicates: number;
   readonly lost: number;
   readonly aggregateMismatches: number;
   readonly dlqRecords: number;
   readonly poisonInjected: number;
-  readonly cacheMaxRecords: number;
+  /** null: the workers' default. */
+  readonly cacheMaxRecords: number | null;
   readonly stateStore: 'memory' | 'persistent';
   readonly abortedSeenByReadUncommitted: number;
   readonly brokers: number;
@@ -169,6 +180,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
   const output = `chaos-out-${tag}`;
   const partitions = opts.partitions ?? 6;
   const workers: WorkerProcess[] = [];
+  const trigger = opts.phase && opts.onlyAtPhase ? new PhaseTrigger(opts.phase) : undefined;
   let liveReader: LiveOutputReader | undefined;
   // Set once the run is over: workers exiting from then on are being stopped, not crashing.
   let finishing = false;
@@ -187,7 +199,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       ONCEFLOW_BOOTSTRAP: bootstrap,
       ...(wire ? { ONCEFLOW_ORDERS_FORMAT: 'avro', ONCEFLOW_REGISTRY_URL: registryUrl! } : {}),
       ...(opts.brokenWorker ? { ONCEFLOW_UNSAFE_OFFSETS_OUTSIDE_TXN: '1' } : {}),
-      ...(opts.cacheMaxRecords ? { ONCEFLOW_CACHE_MAX_RECORDS: String(opts.cacheMaxRecords) } : {}),
+      ...(opts.cacheMaxRecords === undefined ? {} : { ONCEFLOW_CACHE_MAX_RECORDS: String(opts.cacheMaxRecords) }),
       ...(opts.stateStore === 'persistent'
         ? { ONCEFLOW_STATE_STORE: 'persistent', ONCEFLOW_STATE_DIR: mkdtempSync(join(tmpdir(), 'onceflow-chaos-state-')), ONCEFLOW_STATE_CHECKPOINT_INTERVAL_MS: '1000' }
         : {}),
@@ -201,7 +213,8 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     // A worker the harness stops or kills is first taken out of `live` or replaced in it; one that exits while still there exited on its own.
     let workerExits = 0;
     const spawnWorker = (instance: string, extraEnv: Record<string, string> = {}) => {
-      const w = new WorkerProcess(instance, pipeline.file, ['--app-id', appId, '--instance-id', instance, '--guarantee', guarantee], { ...env, ...extraEnv });
+      const start = (armable: Record<string, string>) => new WorkerProcess(instance, pipeline.file, ['--app-id', appId, '--instance-id', instance, '--guarantee', guarantee], { ...env, ...armable, ...extraEnv });
+      const w = trigger ? trigger.spawn(start) : start({});
       workers.push(w);
       // A worker that exits on its own is started again (as a supervisor would) and counted: each is a finding.
       void w.exit().then(({ code, signal }) => {
@@ -241,6 +254,20 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     const events: { at: number; run: () => Promise<void> }[] = [];
     // Kills are drawn at random times, so they are numbered as they happen, not as they were drawn.
     let killsDone = 0;
+    /** onlyAtPhase: the victim, busy with the feed, is armed now and dies at its next pass of the phase with outputs. */
+    const killAtPhase = async (victim: string, w: WorkerProcess, armed: PhaseTrigger) => {
+      const armedAt = Date.now();
+      armed.arm(w);
+      if ((await w.exitWithin(40_000)) === undefined) {
+        armed.disarm(w);
+        harnessStopped.delete(w);
+        log(`${victim} armed but no transaction of it wrote output within 40 s: no kill`);
+        return;
+      }
+      killPhases[armed.phase] = (killPhases[armed.phase] ?? 0) + 1;
+      log(`kill ${++killsDone}/${opts.kills}: ${victim} died at ${armed.phase}, ${Date.now() - armedAt} ms after it was armed; started again`);
+      live.set(victim, spawnWorker(victim));
+    };
     for (let k = 0; k < opts.kills; k++) {
       events.push({
         at: rand() * feedMs,
@@ -251,6 +278,10 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
           // Every other kill is placed inside a transaction phase by the worker itself, on its restart.
           const phase = opts.phase ?? (k % 2 === 1 ? CHAOS_PHASES[Math.floor(rand() * CHAOS_PHASES.length)] : undefined);
           harnessStopped.add(w);
+          if (trigger) {
+            await killAtPhase(victim, w, trigger);
+            return;
+          }
           w.kill('SIGKILL');
           await w.exit();
           killPhases.random = (killPhases.random ?? 0) + 1;
@@ -266,7 +297,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
               next = spawnWorker(victim);
               live.set(victim, next);
             } else {
-              // It never reached that phase (no records for it): replace it with a plain replica.
+              log(`${victim} never reached ${phase} within 40 s (no records for it): replaced by a plain replica, no kill counted`);
               next.kill('SIGKILL');
               await next.exit();
               next = spawnWorker(victim);
@@ -469,6 +500,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       peakReplicas,
       guarantee,
       pipeline: pipeline.name,
+      outputTopic: output,
       format: avro ? 'avro' : 'json',
       eventTimeAgeMs: ageMs,
       seed,
@@ -477,7 +509,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
       aggregateMismatches: report.aggregateMismatches,
       dlqRecords: report.dlqRecords,
       poisonInjected,
-      cacheMaxRecords: opts.cacheMaxRecords ?? 0,
+      cacheMaxRecords: opts.cacheMaxRecords ?? null,
       stateStore: opts.stateStore ?? 'memory',
       abortedSeenByReadUncommitted: report.abortedSeenByReadUncommitted ?? 0,
       brokers: brokerCount,
@@ -498,6 +530,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     finishing = true;
     await liveReader?.stop().catch(() => undefined);
     await Promise.all(workers.map((w) => w.stop(10_000)));
+    trigger?.close();
     if (ownMulti && multi) await multi.stop();
     else if (ownCluster && cluster) await stopLocalCluster(cluster.dir);
   }
