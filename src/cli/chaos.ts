@@ -29,7 +29,7 @@ export function registerChaos(program: Command): void {
     .addOption(new Option('--format <format>', 'orders input format (avro: registry Avro; starts the registry too)').choices(['json', 'avro']).default('json'))
     .option('--bootstrap <servers>', 'use a running broker instead of starting one')
     .option('--registry-url <url>', 'with --bootstrap and --format avro: the schema registry to use')
-    .option('--cache-max-records <n>', "the workers' record cache: keys each aggregate holds back until the commit", intAtLeast(0), 0)
+    .option('--cache-max-records <n>', "the workers' record cache: keys each aggregate holds back until the commit (0: off; default: bounded by bytes only)", intAtLeast(0))
     .addOption(new Option('--state-store <kind>', 'persistent: LMDB stores that a killed replica resumes from, with running checkpoints every second').choices(['memory', 'persistent']).default('memory'))
     .option('--json <file>', 'write the result as JSON')
     .action(async (o: Record<string, string | number | boolean | undefined>) => {
@@ -52,7 +52,7 @@ export function registerChaos(program: Command): void {
         backlog: o.backlog === true,
         eventTimeAgeMs: Number(o.eventTimeAge),
         format: o.format === 'avro' ? 'avro' : 'json',
-        cacheMaxRecords: Number(o.cacheMaxRecords),
+        ...(o.cacheMaxRecords === undefined ? {} : { cacheMaxRecords: Number(o.cacheMaxRecords) }),
         stateStore: o.stateStore === 'persistent' ? 'persistent' : 'memory',
         ...(typeof o.bootstrap === 'string' ? { bootstrap: o.bootstrap } : {}),
         ...(typeof o.registryUrl === 'string' ? { registryUrl: o.registryUrl } : {}),

@@ -39,6 +39,8 @@ export interface VerifyReport {
   readonly outputRecords: number;
   /** Records whose lineage (source record + sequence number) was already seen in the same topic. */
   readonly duplicates: number;
+  /** The duplicates per topic: the result topic and the intermediate (repartition) topics. */
+  readonly duplicatesByTopic: Readonly<Record<string, number>>;
   /** Input records the model says must produce something downstream, with no record tracing back to them. */
   readonly lost: number;
   readonly aggregateMismatches: number;
@@ -80,6 +82,7 @@ export async function verify(opts: VerifyOptions): Promise<VerifyReport> {
   for (const t of opts.lineageTopics) byTopic.set(t, await read(t, 'read_committed'));
 
   let duplicates = 0;
+  const duplicatesByTopic: Record<string, number> = {};
   const duplicateExamples: string[] = [];
   const produced = new Set<string>();
   let outputRecords = 0;
@@ -92,6 +95,7 @@ export async function verify(opts: VerifyOptions): Promise<VerifyReport> {
       const id = `${lineage.source}#${lineage.seq}`;
       if (seen.has(id)) {
         duplicates++;
+        duplicatesByTopic[topic] = (duplicatesByTopic[topic] ?? 0) + 1;
         if (duplicateExamples.length < 5) duplicateExamples.push(`${topic}: ${id} again at ${recordId(r)}`);
       }
       seen.add(id);
@@ -144,6 +148,7 @@ export async function verify(opts: VerifyOptions): Promise<VerifyReport> {
     inputRecords: inputs.length,
     outputRecords,
     duplicates,
+    duplicatesByTopic,
     lost: lostIds.length,
     aggregateMismatches,
     aggregateKeys,

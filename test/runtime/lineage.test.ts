@@ -30,14 +30,14 @@ function app() {
 
 function harness() {
   const produced: string[] = [];
-  const output = {
-    produce: (topic: string, _partition: number | null, value: Buffer | null, key: Buffer | null, _timestamp: number, headers?: Record<string, Buffer | string>[]) => {
-      const h = Object.assign({}, ...(headers ?? [])) as Record<string, Buffer | string>;
-      const header = h[LINEAGE.header];
-      const lineage = header === undefined ? undefined : parseLineage(header.toString());
-      produced.push(`${topic} ${key?.toString()}=${value?.toString()} from ${lineage?.source.split('/')[2] ?? '-'}#${lineage?.seq ?? '-'}`);
-    },
-  } as unknown as TransactionalOutput;
+  const produce = (topic: string, _partition: number | null, value: Buffer | null, key: Buffer | null, _timestamp: number, headers?: Record<string, Buffer | string>[]) => {
+    const h = Object.assign({}, ...(headers ?? [])) as Record<string, Buffer | string>;
+    const header = h[LINEAGE.header];
+    const lineage = header === undefined ? undefined : parseLineage(header.toString());
+    produced.push(`${topic} ${key?.toString()}=${value?.toString()} from ${lineage?.source.split('/')[2] ?? '-'}#${lineage?.seq ?? '-'}`);
+  };
+  // Outputs and changelog records alike: the golden list holds both, in the order they were produced.
+  const output = { produce, produceOutput: produce } as unknown as TransactionalOutput;
   const config = { ...parseWorkerConfig({ bootstrap: 'fake:1', appId: 'lineage', instanceId: 'i' }), instanceId: 'i' };
   const stats = {} as WorkerStats;
   const context: WorkerServices = { config, transactionalId: 'lineage-i', stats, clients: kafkaClients, faults: noFaults, emit: () => undefined, clientConfig: () => ({}), consumer: () => undefined, step: () => undefined };

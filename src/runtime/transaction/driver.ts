@@ -67,7 +67,7 @@ export class TransactionDriver {
     await this.output.begin();
     this.openedAt = Date.now();
     this.records = 0;
-    this.services.faults('before-produce');
+    this.services.faults('before-produce', { outputRecords: 0 });
   }
 
   /** `count` records of `partition` up to `lastOffset` went through its task: the next offset joins the open transaction. */

@@ -1,7 +1,7 @@
 import type { KafkaConsumer, Producer, TopicPartitionOffset } from '@confluentinc/kafka-javascript';
 import { disconnect, type RdConfig } from '../../kafka/clients.ts';
 import type { ClientSupplier } from '../base/client-supplier.ts';
-import type { FaultHook } from '../base/faults.ts';
+import type { FaultContext, FaultHook } from '../base/faults.ts';
 import { RECORD_BATCH, RECORD_BATCH_MAX_RECORDS, RECORD_BATCH_TARGET_BYTES, RecordBatchWriter, type BatchedRecord } from '../../core/record-batch.ts';
 import { LINEAGE } from '../../core/headers.ts';
 import { DEFAULT_BATCH_SIZE } from '../../core/record-size.ts';
@@ -61,6 +61,8 @@ export abstract class TransactionalOutput {
   protected client: Producer | undefined;
   /** Repartition records of the open transaction not yet produced, per topic and partition (core/record-batch.ts). */
   private readonly batches = new Map<string, (RecordBatchWriter | undefined)[]>();
+  /** Records the open transaction sent to output topics: the fault hook's context. */
+  private outputRecords = 0;
 
   constructor(protected readonly options: OutputOptions) {
     this.machine = new StateMachine('transaction', 'UNINITIALIZED', TRANSACTION_TRANSITIONS, options.onTransition);
@@ -120,6 +122,7 @@ export abstract class TransactionalOutput {
   async begin(): Promise<void> {
     const client = this.current('begin', ['READY']);
     this.dropBatches();
+    this.outputRecords = 0;
     await this.beginOnClient(client);
     this.machine.to('IN_TRANSACTION', 'begin');
   }
@@ -128,6 +131,16 @@ export abstract class TransactionalOutput {
     // No opaque: the binding pins any opaque but undefined (null too) in a persistent handle that only a
     // delivery report frees, and onceflow asks for none: one leaked handle per record otherwise.
     this.current('produce', PRODUCING).produce(topic, partition, value, key, timestamp, undefined, headers);
+  }
+
+  /** A record for an output topic (a sink or a dead-letter topic), counted apart from internal records for the fault hook. */
+  produceOutput(topic: string, partition: number | null, value: Buffer | null, key: Buffer | null, timestamp: number, headers: Record<string, Buffer | string>[]): void {
+    this.produce(topic, partition, value, key, timestamp, headers);
+    this.outputRecords++;
+  }
+
+  protected get faultContext(): FaultContext {
+    return { outputRecords: this.outputRecords };
   }
 
   /**

@@ -118,7 +118,7 @@ export class WorkerRecordCollector {
       for (const h of r.headers) headers.push({ [h.key]: h.value });
       headers.push(lineage);
     } else headers = [lineage];
-    this.output.produce(r.topic, r.partition ?? null, r.value, r.key, r.timestamp ?? origin.record.timestamp, headers);
+    this.output.produceOutput(r.topic, r.partition ?? null, r.value, r.key, r.timestamp ?? origin.record.timestamp, headers);
     this.countProduced(r.topic);
     if (this.deadLetterTopics.has(r.topic)) {
       const header = (k: string) => r.headers?.find((h) => h.key === k)?.value.toString() ?? 'unknown';

@@ -37,8 +37,15 @@ export interface ChaosOptions {
   readonly format?: 'json' | 'avro';
   /** The registry for `format: avro` when `bootstrap` is given; else the started cluster's. */
   readonly registryUrl?: string;
-  /** The workers' cacheMaxRecords (default 0: every aggregate update goes downstream). */
+  /** The workers' cacheMaxRecords: 0 turns the record cache off (every aggregate update goes downstream); unset, the workers' default (bounded by bytes only). */
   readonly cacheMaxRecords?: number;
+  /**
+   * With `phase`: a kill is only the death at that phase. At the kill's moment the replica is armed
+   * (phase-trigger.ts) and SIGKILLs itself at its next pass of the phase in a transaction that wrote
+   * output, so no kill lands at a random point or where its replay could show nothing downstream.
+   * Without it, each kill is a SIGKILL at a random moment and then, on the restart, the death at `phase`.
+   */
+  readonly onlyAtPhase?: boolean;
   /** `persistent`: the workers keep their stores in LMDB (one state dir for the run) with running checkpoints every second. */
   readonly stateStore?: 'memory' | 'persistent';
   /** 3: a three-node cluster (replication 3, min ISR 2) with a fault proxy in front of each node. Default 1. */

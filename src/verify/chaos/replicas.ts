@@ -1,3 +1,4 @@
+import type { PhaseTrigger } from '../phase-trigger.ts';
 import { WorkerProcess } from '../worker-process.ts';
 
 export interface ReplicaSettings {
@@ -7,6 +8,8 @@ export interface ReplicaSettings {
   /** The environment of every worker; a fault may add to it for the process it starts. */
   readonly env: Readonly<Record<string, string>>;
   readonly log: (line: string) => void;
+  /** Every process starts armable: the harness chooses when it dies at the trigger's phase (ChaosOptions.onlyAtPhase). */
+  readonly trigger?: PhaseTrigger | undefined;
 }
 
 /**
@@ -37,8 +40,10 @@ export class Replicas {
 
   /** A process with this instance id, not (yet) the live one: the caller decides whether it takes over. */
   spawn(instance: string, extraEnv: Record<string, string> = {}): WorkerProcess {
-    const { topologyFile, appId, guarantee, env, log } = this.settings;
-    const worker = new WorkerProcess(instance, topologyFile, ['--app-id', appId, '--instance-id', instance, '--guarantee', guarantee], { ...env, ...extraEnv });
+    const { topologyFile, appId, guarantee, env, log, trigger } = this.settings;
+    const start = (armable: Record<string, string>): WorkerProcess =>
+      new WorkerProcess(instance, topologyFile, ['--app-id', appId, '--instance-id', instance, '--guarantee', guarantee], { ...env, ...armable, ...extraEnv });
+    const worker = trigger ? trigger.spawn(start) : start({});
     this.started.push(worker);
     void worker.exit().then(({ code, signal }) => {
       if (this.finishing || this.live.get(instance) !== worker || this.stoppedByHarness.has(worker)) return;
@@ -81,6 +86,11 @@ export class Replicas {
   /** The process will exit and that is the harness's doing (or its test), not a crash. */
   expectExit(worker: WorkerProcess): void {
     this.stoppedByHarness.add(worker);
+  }
+
+  /** An exit expected of it is called off (it was armed and never died): exiting now would be its own. */
+  expectRunning(worker: WorkerProcess): void {
+    this.stoppedByHarness.delete(worker);
   }
 
   /** SIGKILL, and wait until the process is gone. */

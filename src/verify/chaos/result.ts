@@ -21,13 +21,16 @@ export interface ChaosResult {
   readonly format: 'json' | 'avro';
   readonly eventTimeAgeMs: number;
   readonly pipeline: string;
+  /** The run's result topic; `verify.duplicatesByTopic` counts it apart from the intermediate topics. */
+  readonly outputTopic: string;
   readonly seed: number;
   readonly duplicates: number;
   readonly lost: number;
   readonly aggregateMismatches: number;
   readonly dlqRecords: number;
   readonly poisonInjected: number;
-  readonly cacheMaxRecords: number;
+  /** null: the workers' default. */
+  readonly cacheMaxRecords: number | null;
   readonly stateStore: 'memory' | 'persistent';
   readonly abortedSeenByReadUncommitted: number;
   readonly brokers: number;
@@ -52,6 +55,7 @@ export interface ChaosResult {
 export interface RunSetup {
   readonly opts: ChaosOptions;
   readonly pipelineName: string;
+  readonly outputTopic: string;
   readonly seed: number;
   readonly guarantee: string;
   readonly format: 'json' | 'avro';
@@ -90,6 +94,7 @@ export function chaosResult(setup: RunSetup, faults: FaultTallies, check: Output
     peakReplicas: faults.peakReplicas,
     guarantee: setup.guarantee,
     pipeline: setup.pipelineName,
+    outputTopic: setup.outputTopic,
     format: setup.format,
     eventTimeAgeMs: setup.eventTimeAgeMs,
     seed: setup.seed,
@@ -98,7 +103,7 @@ export function chaosResult(setup: RunSetup, faults: FaultTallies, check: Output
     aggregateMismatches: report.aggregateMismatches,
     dlqRecords: report.dlqRecords,
     poisonInjected,
-    cacheMaxRecords: opts.cacheMaxRecords ?? 0,
+    cacheMaxRecords: opts.cacheMaxRecords ?? null,
     stateStore: opts.stateStore ?? 'memory',
     abortedSeenByReadUncommitted: report.abortedSeenByReadUncommitted ?? 0,
     brokers: setup.brokers,

@@ -15,6 +15,7 @@ import { scheduleScaling } from './scaling.ts';
 import { runInTimeOrder } from './schedule.ts';
 import { scheduleStalls } from './stalls.ts';
 import { scheduleWorkerKills } from './worker-kills.ts';
+import { PhaseTrigger } from '../phase-trigger.ts';
 import { createTopics, feedInSlices, prepareWorkload, type RunNames } from './workload.ts';
 
 /**
@@ -37,12 +38,13 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
   const names: RunNames = { appId: `chaos-${pipeline.name}-${tag}`, inputTopic: `chaos-in-${tag}`, outputTopic: `chaos-out-${tag}` };
   let liveReader: LiveOutputReader | undefined;
   let replicas: Replicas | undefined;
+  const trigger = opts.phase && opts.onlyAtPhase ? new PhaseTrigger(opts.phase) : undefined;
   try {
     await createTopics(bootstrap, names, opts.partitions ?? 6, eventTimeAgeMs);
     liveReader = LiveOutputReader.start(bootstrap, names.outputTopic);
     const workload = await prepareWorkload(opts, { pipeline, names, bootstrap, clusterRegistryUrl: cluster.registryUrl, seed, eventTimeAgeMs });
 
-    replicas = new Replicas({ topologyFile: pipeline.file, appId: names.appId, guarantee, env: workload.workerEnv, log });
+    replicas = new Replicas({ topologyFile: pipeline.file, appId: names.appId, guarantee, env: workload.workerEnv, log, trigger });
     if (opts.backlog === true) await produceAll(bootstrap, names.inputTopic, workload.records, {}, eventTimeAgeMs);
     for (let i = 0; i < opts.replicas; i++) replicas.startLive(replicas.newInstanceId());
     await replicas.allStarted();
@@ -51,7 +53,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     const feeding = feedInSlices(bootstrap, names.inputTopic, workload, { feedMs, backlog: opts.backlog === true, eventTimeAgeMs });
     // One seeded stream for every draw of every fault kind; they draw their moments in this order.
     const scope: FaultScope = { timeline: { random: prng(seed * 7919 + 1), feedMs }, replicas, cluster, appId: names.appId, outputTopic: names.outputTopic, log };
-    const kills = scheduleWorkerKills(scope, opts.kills, opts.phase);
+    const kills = scheduleWorkerKills(scope, opts.kills, opts.phase, trigger);
     const brokerRestarts = scheduleBrokerRestarts(scope, opts.brokerRestarts ?? 0);
     const overlappingRestarts = scheduleOverlappingRestarts(scope, opts.overlappingRestarts ?? 0);
     const duplicateInstances = scheduleDuplicateInstances(scope, opts.duplicateInstances ?? 0);
@@ -66,7 +68,7 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     const check = await checkOutput(bootstrap, names, workload, liveReader, log);
     replicas.finish();
     return chaosResult(
-      { opts, pipelineName: pipeline.name, seed, guarantee, format, eventTimeAgeMs, brokers: brokerCount(opts), startedAt },
+      { opts, pipelineName: pipeline.name, outputTopic: names.outputTopic, seed, guarantee, format, eventTimeAgeMs, brokers: brokerCount(opts), startedAt },
       {
         killPhases: kills.killPhases,
         steppedBack: duplicateInstances.steppedBack,
@@ -83,5 +85,6 @@ export async function runChaos(opts: ChaosOptions): Promise<ChaosResult> {
     await liveReader?.stop().catch(() => undefined);
     await replicas?.stopAll();
     await cluster.stop();
+    trigger?.close();
   }
 }

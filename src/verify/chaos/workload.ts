@@ -49,7 +49,7 @@ export async function prepareWorkload(
     ONCEFLOW_BOOTSTRAP: bootstrap,
     ...(wire ? { ONCEFLOW_ORDERS_FORMAT: 'avro', ONCEFLOW_REGISTRY_URL: registryUrl! } : {}),
     ...(opts.brokenWorker ? { ONCEFLOW_UNSAFE_OFFSETS_OUTSIDE_TXN: '1' } : {}),
-    ...(opts.cacheMaxRecords ? { ONCEFLOW_CACHE_MAX_RECORDS: String(opts.cacheMaxRecords) } : {}),
+    ...(opts.cacheMaxRecords === undefined ? {} : { ONCEFLOW_CACHE_MAX_RECORDS: String(opts.cacheMaxRecords) }),
     ...(opts.stateStore === 'persistent'
       ? { ONCEFLOW_STATE_STORE: 'persistent', ONCEFLOW_STATE_DIR: mkdtempSync(join(tmpdir(), 'onceflow-chaos-state-')), ONCEFLOW_STATE_CHECKPOINT_INTERVAL_MS: '1000' }
       : {}),
