@@ -8,6 +8,9 @@ import { offloadableSubtopologies } from '../runtime/offload/offloaded-tasks.ts'
 import { typecheckTopology } from './typecheck.ts';
 import { sessionJson, sessionText, timeDetails, timeDetailsText, type TimeDetails } from './describe-time.ts';
 import { eventTimeOutputs, eventTimeOutputWarning } from './describe-retention.ts';
+import { brokerConfig, readTopicConfigs, topicLines, uncompactedTableSources, type TopicConfigReading } from './describe-topic-configs.ts';
+import { BootstrapMissingError, resolveConnection, type Connection, type ConnectionFlags } from './connection.ts';
+import { addClientOptions } from './client-options.ts';
 
 export type DescribeFormat = 'text' | 'json' | 'mermaid';
 
@@ -46,7 +49,11 @@ export interface TopologyDescription {
     } & TimeDetails)[];
   }[];
   readonly stores: readonly ({ readonly name: string; readonly kind: string; readonly node: string; readonly subtopology: number; readonly changelogTopic: string; readonly sourceTopicChangelog?: boolean; readonly window?: { readonly type: string; readonly sizeMs: number; readonly advanceMs: number; readonly graceMs: number; readonly emitFinal: boolean } } & ReturnType<typeof sessionJson>)[];
-  readonly topics: CompiledTopology['topics'];
+  /** `brokerConfig`: the shown configs as the broker applies them, for a topic it has (with a bootstrap only). */
+  readonly topics: readonly (CompiledTopology['topics'][number] & { readonly brokerConfig?: Readonly<Record<string, string>> })[];
+  /** With a bootstrap: the broker the configs were read from, or why they could not be. */
+  readonly topicConfigsReadFrom?: string;
+  readonly topicConfigsUnread?: string;
   /** Each join's inputs, which must have the same partition count, key encoding and partitioner. */
   readonly copartitionGroups: CompiledTopology['copartitionGroups'];
   readonly globalTables: readonly { readonly store: string; readonly node: string; readonly topic: string }[];
@@ -80,7 +87,7 @@ function synchronizedSubtopologies(c: CompiledTopology): Set<number> {
 
 const SYNCHRONIZED = 'inputs taken in timestamp order, waiting for an input that is behind (maxTaskIdleMs)';
 
-export function describeJson(c: CompiledTopology): TopologyDescription {
+export function describeJson(c: CompiledTopology, reading?: TopicConfigReading): TopologyDescription {
   const offloadable = new Set(offloadableSubtopologies(c));
   const synchronized = synchronizedSubtopologies(c);
   return {
@@ -121,15 +128,19 @@ export function describeJson(c: CompiledTopology): TopologyDescription {
       ...(s.window ? { window: { type: s.window.type, sizeMs: s.window.sizeMs, advanceMs: s.window.advanceMs, graceMs: s.window.graceMs, emitFinal: s.window.emitFinal } } : {}),
       ...sessionJson(s),
     })),
-    topics: c.topics,
+    topics: c.topics.map((t) => {
+      const read = brokerConfig(t, reading);
+      return read === undefined ? t : { ...t, brokerConfig: read };
+    }),
+    ...(reading === undefined ? {} : 'topics' in reading ? { topicConfigsReadFrom: reading.from } : { topicConfigsUnread: reading.unread }),
     copartitionGroups: c.copartitionGroups,
     globalTables: c.globalTables.map((g) => ({ store: g.store, node: g.node, topic: g.topic })),
-    warnings: eventTimeOutputs(c).map(eventTimeOutputWarning),
+    warnings: [...eventTimeOutputs(c).map(eventTimeOutputWarning), ...uncompactedTableSources(c, reading)],
   };
 }
 
 /** Kafka Streams' Topology#describe() layout, plus stores, topics and each node's EOS boundary. */
-export function describeText(c: CompiledTopology): string {
+export function describeText(c: CompiledTopology, reading?: TopicConfigReading): string {
   const lines: string[] = [];
   const offloadable = new Set(offloadableSubtopologies(c));
   const synchronized = synchronizedSubtopologies(c);
@@ -167,16 +178,9 @@ export function describeText(c: CompiledTopology): string {
     lines.push('Co-partition groups (same partition count, key serde and partitioner):');
     for (const g of c.copartitionGroups) lines.push(`  ${g.join} (sub-topology ${g.subtopology}): [${g.topics.join(', ')}]`);
   }
-  lines.push('Topics:');
-  for (const t of c.topics) {
-    const configs = Object.entries(t.config ?? { 'cleanup.policy': t.cleanupPolicy }).map(([k, v]) => `${k}=${v}`);
-    const parts = [t.kind, t.internal ? 'internal' : 'external', ...configs];
-    if (t.partitions !== undefined) parts.push(`partitions=${t.partitions}`);
-    else if (t.subtopology !== undefined) parts.push(`partitions=tasks of sub-topology ${t.subtopology}`);
-    lines.push(`  ${t.name} (${parts.join(', ')})`);
-  }
-  const warnings = eventTimeOutputs(c);
-  if (warnings.length > 0) lines.push('Warnings:', ...warnings.map((w) => `  ${eventTimeOutputWarning(w)}`));
+  lines.push(...topicLines(c, reading));
+  const warnings = [...eventTimeOutputs(c).map(eventTimeOutputWarning), ...uncompactedTableSources(c, reading)];
+  if (warnings.length > 0) lines.push('Warnings:', ...warnings.map((w) => `  ${w}`));
   return lines.join('\n');
 }
 
@@ -226,18 +230,19 @@ export function describeMermaid(c: CompiledTopology): string {
   return lines.join('\n');
 }
 
-export function describeTopology(compiled: CompiledTopology, format: DescribeFormat): string {
+/** `reading`: the topics' configs as a broker applies them (describe-topic-configs.ts); mermaid shows none. */
+export function describeTopology(compiled: CompiledTopology, format: DescribeFormat, reading?: TopicConfigReading): string {
   switch (format) {
     case 'json':
-      return JSON.stringify(describeJson(compiled), null, 2);
+      return JSON.stringify(describeJson(compiled, reading), null, 2);
     case 'mermaid':
       return describeMermaid(compiled);
     case 'text':
-      return describeText(compiled);
+      return describeText(compiled, reading);
   }
 }
 
-export interface DescribeFlags {
+export interface DescribeFlags extends ConnectionFlags {
   readonly json?: boolean;
   readonly format?: DescribeFormat;
   readonly appId?: string;
@@ -249,20 +254,33 @@ export async function describeFile(file: string, flags: DescribeFlags): Promise<
   if (flags.typecheck !== false) await typecheckTopology(file);
   const builder = await loadTopology(file);
   const compiled = compile(builder, flags.appId !== undefined ? { appId: flags.appId } : {});
-  return describeTopology(compiled, flags.json ? 'json' : (flags.format ?? 'text'));
+  const format = flags.json ? 'json' : (flags.format ?? 'text');
+  const connection = format === 'mermaid' ? undefined : knownConnection(flags);
+  return describeTopology(compiled, format, connection === undefined ? undefined : await readTopicConfigs(compiled.topics, connection));
+}
+
+/** The cluster a bootstrap flag, ONCEFLOW_BOOTSTRAP or `dev up` names; none is no error: describe needs no broker. */
+function knownConnection(flags: ConnectionFlags): Connection | undefined {
+  try {
+    return resolveConnection(flags);
+  } catch (e) {
+    if (e instanceof BootstrapMissingError) return undefined;
+    throw e;
+  }
 }
 
 /** `write` defaults to stdout; tests pass their own. */
 export function registerDescribe(program: Command, io: { readonly write?: (text: string) => void } = {}): void {
   const write = io.write ?? ((text: string) => void process.stdout.write(text));
-  program
+  const command = program
     .command('describe <file>')
     .description('print the compiled topology: sub-topologies, stores, topics and where exactly-once ends')
     .option('--json', 'same as --format json')
     .addOption(new Option('--format <format>', 'output format').choices([...DESCRIBE_FORMATS]).default('text'))
     .option('--app-id <id>', "overrides the topology's app id (changes internal topic names)")
-    .option('--no-typecheck', 'load the topology without type-checking it first')
-    .action(async (file: string, flags: DescribeFlags) => {
-      write(`${await describeFile(file, flags)}\n`);
-    });
+    .option('--no-typecheck', 'load the topology without type-checking it first');
+  addClientOptions(command);
+  command.action(async (file: string, flags: DescribeFlags) => {
+    write(`${await describeFile(file, flags)}\n`);
+  });
 }

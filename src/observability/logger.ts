@@ -207,6 +207,9 @@ export function attachLogging(worker: ObservedWorker, root: Logger, options: Log
       case 'topic-configs-unverified':
         log.warn({ event: e.type, topics: e.topics, reason: e.reason }, 'the configs of existing internal topics could not be checked: see docs/operations.md#internal-topics');
         break;
+      case 'table-topic-not-compacted':
+        log.warn({ event: e.type, topic: e.topic, cleanupPolicy: e.policy, fix: e.fix }, `table source topic ${e.topic} has cleanup.policy=${e.policy}: the broker's retention deletes rows a restore needs, and the table comes back incomplete. Fix: ${e.fix}`);
+        break;
       case 'repartition-purged':
         log.debug({ event: e.type, partitions: e.partitions }, 'consumed repartition records deleted');
         break;

@@ -82,6 +82,8 @@ export type WorkerEvent =
   | { type: 'topic-config-corrected'; topic: string; setting: string; from: string; to: string }
   /** At start: existing internal topics whose configs could not be checked (a listener the worker cannot send DescribeConfigs on). */
   | { type: 'topic-configs-unverified'; topics: string[]; reason: string }
+  /** At start: a table's source topic (its changelog) whose cleanup.policy lets the broker delete rows a restore needs (table-source-check.ts). */
+  | { type: 'table-topic-not-compacted'; topic: string; policy: string; fix: string }
   /** Records of owned repartition partitions below the offsets just committed were deleted (repartition-purge.ts). */
   | { type: 'repartition-purged'; partitions: number }
   /** A purge failed; the records stay until the next one (nothing is lost, the topic only grows for now). */

@@ -4,6 +4,8 @@ import type { RdConfig } from '../../kafka/clients.ts';
 import { recordsBehind } from '../../kafka/lag.ts';
 import type { ResolvedWorkerConfig } from '../base/config.ts';
 import { auditInternalTopics } from './internal-topic-audit.ts';
+import { checkTableSourceCompaction } from './table-source-check.ts';
+import { tableSourceTopics } from '../../graph/table-source-topics.ts';
 import { parsePartitionKey, type PartitionProgress, type PartitionRef } from '../base/partition-progress.ts';
 import type { PartitionLag } from '../base/worker-events.ts';
 import type { WorkerServices } from '../base/worker-services.ts';
@@ -26,7 +28,9 @@ export async function prepareTopics(admin: AdminClient, topology: RuntimeTopolog
   const created = new Set(await ensureTopics(admin, specs));
   if (services !== undefined) {
     const { bootstrap, kafka } = services.config;
-    await auditInternalTopics(internal.filter((t) => !created.has(t.name)), services.clients.topicConfigs?.(bootstrap, kafka), services.emit);
+    const access = services.clients.topicConfigs?.(bootstrap, kafka);
+    await auditInternalTopics(internal.filter((t) => !created.has(t.name)), access, services.emit);
+    await checkTableSourceCompaction(tableSourceTopics(topology), access, services.emit);
   }
   return new Map([...counts, ...specs.map((t) => [t.name, t.partitions] as const)]);
 }
