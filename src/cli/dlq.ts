@@ -1,10 +1,11 @@
 import type { Command } from 'commander';
-import { connect } from './connection.ts';
+import type { ClientOptions } from '../kafka/admin.ts';
+import { addClientOptions } from './client-options.ts';
+import { connect, type Connection, type ConnectionFlags } from './connection.ts';
 import { listDeadLetters, parseWhere, replayDeadLetters, type DeadLetterEntry } from '../dlq/dead-letters.ts';
 
-interface DlqOptions {
+export interface DlqOptions extends ConnectionFlags {
   appId: string;
-  bootstrap?: string;
   topic?: string;
   where?: string[];
   json?: boolean;
@@ -15,18 +16,25 @@ interface DlqOptions {
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
 function common(cmd: Command): Command {
-  return cmd
+  return addClientOptions(cmd
     .requiredOption('--app-id <id>', 'the application whose dead letters to read')
-    .option('--bootstrap <servers>', 'Kafka bootstrap servers (env ONCEFLOW_BOOTSTRAP; default: the `dev up` cluster)')
     .option('--topic <topic>', 'the dead-letter topic (default <app-id>-dlq)')
     .option('--where <field=value>', 'filter: code=..., stage=..., topic=... (repeatable)', collect)
-    .option('--json', 'print JSON');
+    .option('--json', 'print JSON'));
 }
 
-async function target(opts: DlqOptions): Promise<{ bootstrap: string; dlqTopic: string }> {
-  const { bootstrap } = await connect({ bootstrap: opts.bootstrap });
-  return { bootstrap, dlqTopic: opts.topic ?? `${opts.appId}-dlq` };
+export interface DlqTarget {
+  readonly bootstrap: string;
+  readonly dlqTopic: string;
+  readonly clientOptions: ClientOptions;
 }
+
+/** What every client of `dlq list`/`replay` is given: the connection's address and client options. */
+export function dlqTarget(opts: Pick<DlqOptions, 'appId' | 'topic'>, connection: Pick<Connection, 'bootstrap' | 'clientOptions'>): DlqTarget {
+  return { bootstrap: connection.bootstrap, dlqTopic: opts.topic ?? `${opts.appId}-dlq`, clientOptions: connection.clientOptions };
+}
+
+const target = async (opts: DlqOptions): Promise<DlqTarget> => dlqTarget(opts, await connect(opts));
 
 const row = (e: DeadLetterEntry) => ({
   dlq: e.id,
@@ -56,17 +64,16 @@ function table(rows: Record<string, string | number>[]): string {
 export function registerDlq(program: Command): void {
   const dlq = program.command('dlq').description('inspect and replay dead-lettered records');
   common(dlq.command('list').description('show dead-lettered records with their errors')).action(async (opts: DlqOptions) => {
-    const { bootstrap, dlqTopic } = await target(opts);
-    const entries = await listDeadLetters(bootstrap, dlqTopic, parseWhere(opts.where ?? []));
+    const { bootstrap, dlqTopic, clientOptions } = await target(opts);
+    const entries = await listDeadLetters(bootstrap, dlqTopic, parseWhere(opts.where ?? []), clientOptions);
     console.log(opts.json ? JSON.stringify(entries.map((e) => ({ ...row(e), message: e.message, value: e.value?.toString('base64') ?? null })), null, 2) : table(entries.map(row)));
   });
   common(dlq.command('replay').description('re-publish selected dead letters to their source topic (or --to), once'))
     .option('--to <topic>', 'publish to this topic instead of each record\'s source topic')
     .option('--dry-run', 'say what would be replayed, publish nothing')
     .action(async (opts: DlqOptions) => {
-      const { bootstrap, dlqTopic } = await target(opts);
       const dryRun = opts.dryRun === true;
-      const result = await replayDeadLetters({ bootstrap, dlqTopic, filter: parseWhere(opts.where ?? []), dryRun, ...(opts.to ? { to: opts.to } : {}) });
+      const result = await replayDeadLetters({ ...(await target(opts)), filter: parseWhere(opts.where ?? []), dryRun, ...(opts.to ? { to: opts.to } : {}) });
       if (opts.json) console.log(JSON.stringify({ dryRun, replayed: result.replayed.map((e) => e.id), skipped: result.skipped.map((e) => e.id), excerpts: result.excerpts.map((e) => e.id) }));
       else {
         console.log(`${dryRun ? 'would replay' : 'replayed'} ${result.replayed.length} record(s)${result.skipped.length ? `, skipped ${result.skipped.length} replayed before` : ''}${result.replayed.length ? `: ${result.replayed.map((e) => e.id).join(', ')}` : ''}`);

@@ -7,21 +7,21 @@ import { compile } from '../graph/compile.ts';
 import { formatTopologyReport, verifyTopology } from '../verify/lineage-check.ts';
 import { pipelines, type PipelineName } from '../verify/pipelines.ts';
 import { formatReport, verify, type ExpectationModel } from '../verify/verify.ts';
-import { connect } from './connection.ts';
+import { addClientOptions } from './client-options.ts';
+import { connect, type Connection, type ConnectionFlags } from './connection.ts';
 
 /** verify was given options that do not make one check: said before anything is read. */
 export class VerifyUsageError extends OnceflowError {
   readonly code = 'VERIFY_USAGE';
 }
 
-interface VerifyOptions {
+export interface VerifyOptions extends ConnectionFlags {
   input?: string;
   output?: string;
   appId?: string;
   pipeline?: string;
   model?: string;
   result?: string;
-  bootstrap?: string;
   readUncommitted?: boolean;
   json?: boolean;
 }
@@ -40,8 +40,14 @@ async function loadModel(file: string): Promise<ExpectationModel> {
   return model as ExpectationModel;
 }
 
+/** What each reader `verify` makes is given: the connection's address and client options. */
+export const verifyClients = (connection: Pick<Connection, 'bootstrap' | 'clientOptions'>): { bootstrap: string; clientOptions: Connection['clientOptions'] } => ({
+  bootstrap: connection.bootstrap,
+  clientOptions: connection.clientOptions,
+});
+
 export function registerVerify(program: Command): void {
-  program
+  addClientOptions(program
     .command('verify [topology]')
     .description('check a run\'s committed output against its input through the lineage headers: no duplicate, no orphan, no gap in any topic of the topology; with --model also no loss and exact aggregates (exit 1 on any violation)')
     .option('--app-id <id>', 'the application id (default: the topology\'s)')
@@ -50,19 +56,18 @@ export function registerVerify(program: Command): void {
     .option('--input <topic>', 'without a topology file: the input topic of a built-in example pipeline')
     .option('--output <topic>', 'without a topology file: its output topic')
     .option('--pipeline <name>', `without a topology file: the built-in model, ${Object.keys(pipelines).join(' | ')}`, 'orders')
-    .option('--bootstrap <servers>', 'Kafka bootstrap servers (env ONCEFLOW_BOOTSTRAP; default: the `dev up` cluster)')
     .option('--read-uncommitted', 'built-in pipelines: also count the aborted records a read_uncommitted reader sees')
-    .option('--json', 'print the report as JSON')
+    .option('--json', 'print the report as JSON'))
     .action(async (topologyFile: string | undefined, opts: VerifyOptions) => {
       if (topologyFile === undefined) {
         if (!opts.input || !opts.output || !opts.appId) throw new VerifyUsageError('give a topology file (`onceflow verify topology.ts`), or --input, --output and --app-id for a built-in pipeline');
         const pipeline = pipelines[opts.pipeline as PipelineName];
         if (!pipeline) throw new VerifyUsageError(`--pipeline must be one of ${Object.keys(pipelines).join(', ')}, not ${opts.pipeline}`);
-        const { bootstrap } = await connect({ bootstrap: opts.bootstrap });
+        const clients = verifyClients(await connect(opts));
         const compiled = compile(await loadTopology(pipeline.file), { appId: opts.appId });
         const repartition = compiled.topics.filter((t) => t.kind === 'repartition').map((t) => t.name);
         const report = await verify({
-          bootstrap,
+          ...clients,
           inputTopic: opts.input,
           lineageTopics: [...repartition, opts.output],
           resultTopic: opts.output,
@@ -76,10 +81,10 @@ export function registerVerify(program: Command): void {
       }
       const compiled = compile(await loadTopology(topologyFile), opts.appId ? { appId: opts.appId } : {});
       const model = opts.model ? await loadModel(opts.model) : undefined;
-      const { bootstrap } = await connect({ bootstrap: opts.bootstrap });
+      const clients = verifyClients(await connect(opts));
       const named = (kind: string) => compiled.topics.filter((t) => t.kind === kind).map((t) => t.name);
       const report = await verifyTopology({
-        bootstrap,
+        ...clients,
         groupId: compiled.appId,
         sourceTopics: named('source'),
         repartitionTopics: named('repartition'),

@@ -125,8 +125,27 @@ export function scramClientOptions(caLocation: string, user: string, password: s
   };
 }
 
+/** A secure dev cluster's admin password file is gone or unreadable: only a new `dev up --secure` writes it. */
+export class DevCredentialsMissingError extends OnceflowError {
+  readonly code = 'DEV_CREDENTIALS_MISSING';
+  constructor(
+    readonly file: string,
+    reason: string,
+  ) {
+    super(`cannot read the secure dev cluster's admin password file ${file} (${reason}): run \`onceflow dev up --secure\` again to write new credentials`);
+  }
+}
+
+function readAdminPassword(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch (e) {
+    throw new DevCredentialsMissingError(file, (e as NodeJS.ErrnoException).code ?? (e as Error).message);
+  }
+}
+
 export function adminClientOptions(info: SecureClusterInfo): ClientOptions {
-  return scramClientOptions(info.caLocation, info.adminUser, readFileSync(info.adminPasswordFile, 'utf8').trim());
+  return scramClientOptions(info.caLocation, info.adminUser, readAdminPassword(info.adminPasswordFile));
 }
 
 const securityAdminSource = (): string => fileURLToPath(new URL('./SecurityAdmin.java', import.meta.url));
