@@ -3,6 +3,12 @@
 import type { RetryPolicy } from '../../dsl/types.ts';
 import type { IncomingRecord, OutgoingRecord, RecordHeader, RecordOrigin } from '../../core/records.ts';
 import type { CacheBudget, RecordCache, CachedResult } from './record-cache.ts';
+import { errorCode, PermanentError, RetriableError } from '../../core/stage-errors.ts';
+import type { Step } from './step.ts';
+import { AsyncStageResultError, StageFailure } from './node-errors.ts';
+import { DEAD_LETTER } from '../../core/headers.ts';
+import { deadLetterBody, RecordTooLargeError, type RecordSizeLimits } from '../../core/record-size.ts';
+import { TaskRecordContext } from './record-context.ts';
 
 export interface RecordCacheOptions {
   /** The bytes the worker's caches hold together. */
@@ -10,12 +16,6 @@ export interface RecordCacheOptions {
   /** Keys each aggregate of a task holds at most. */
   readonly maxRecords: number;
 }
-import { errorCode, PermanentError, RetriableError } from '../../core/stage-errors.ts';
-import type { Step } from './step.ts';
-import { AsyncStageResultError, StageFailure } from './node-errors.ts';
-import { DEAD_LETTER } from '../../core/headers.ts';
-import { deadLetterBody, RecordTooLargeError, type RecordSizeLimits } from '../../core/record-size.ts';
-import { TaskRecordContext } from './record-context.ts';
 
 export interface TaskMetrics {
   recordsProcessed: number;
