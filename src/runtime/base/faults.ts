@@ -9,12 +9,12 @@ export const CHAOS_PHASES = ['before-produce', 'after-produce', 'after-send-offs
 export type ChaosPhase = (typeof CHAOS_PHASES)[number];
 
 /** What the worker knows of the open transaction when it passes a phase. */
-export interface FaultContext {
+export interface PhasePass {
   /** Records the transaction sent to output topics (sinks and dead-letter topics; not repartition or changelog topics). */
   readonly outputRecords: number;
 }
 
-export type FaultHook = (phase: ChaosPhase, context: FaultContext) => void;
+export type FaultHook = (phase: ChaosPhase, pass: PhasePass) => void;
 
 export const noFaults: FaultHook = () => undefined;
 
@@ -50,9 +50,9 @@ export function killAt(spec: string | undefined, kill: () => void = sigkillSelf)
   const parsed = parseKillSpec(spec);
   if (!parsed) return noFaults;
   let remaining = parsed.n;
-  return (reached, context) => {
+  return (reached, pass) => {
     if (reached !== parsed.phase) return;
-    if (parsed.withOutputs && context.outputRecords === 0) return;
+    if (parsed.withOutputs && pass.outputRecords === 0) return;
     if (parsed.armFile !== undefined && !existsSync(parsed.armFile)) return;
     if (--remaining > 0) return;
     // During the commit the kill must land while EndTxn is in flight, not before it is sent.

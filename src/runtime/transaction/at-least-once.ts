@@ -33,7 +33,7 @@ export class AtLeastOnceOutput extends TransactionalOutput {
       await flush(client, 30_000);
       if (this.deliveryError) throw this.deliveryError;
       // The outputs are acknowledged, the offsets not yet committed: a crash here replays them.
-      this.options.faults('after-produce', this.faultContext);
+      this.options.faults('after-produce', this.phasePass);
       if (offsets.length > 0) consumer.commitSync(offsets);
     } catch (e) {
       this.deliveryError = undefined;

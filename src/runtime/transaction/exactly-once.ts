@@ -49,14 +49,14 @@ export class ExactlyOnceOutput extends TransactionalOutput {
     const { faults } = this.options;
     try {
       await prepare();
-      faults('after-produce', this.faultContext);
+      faults('after-produce', this.phasePass);
       if (this.options.unsafeCommitOffsetsOutsideTransaction) {
         if (offsets.length > 0) consumer.commitSync(offsets);
       } else if (offsets.length > 0) {
         this.step('commit: send offsets');
         await this.sendOffsetsWithin(client, offsets, consumer);
       }
-      faults('after-send-offsets', this.faultContext);
+      faults('after-send-offsets', this.phasePass);
       await this.commitWithRetry(client);
     } catch (e) {
       return { committed: false, failure: this.failed(e) };
@@ -96,7 +96,7 @@ export class ExactlyOnceOutput extends TransactionalOutput {
       try {
         this.step(`commit: end transaction (attempt ${attempt})`);
         const committing = commitTransaction(client, this.options.transactionTimeoutMs);
-        this.options.faults('during-commit', this.faultContext);
+        this.options.faults('during-commit', this.phasePass);
         await committing;
         return;
       } catch (e) {

@@ -1,7 +1,7 @@
 import type { KafkaConsumer, Producer, TopicPartitionOffset } from '@confluentinc/kafka-javascript';
 import { disconnect, type RdConfig } from '../../kafka/clients.ts';
 import type { ClientSupplier } from '../base/client-supplier.ts';
-import type { FaultContext, FaultHook } from '../base/faults.ts';
+import type { FaultHook, PhasePass } from '../base/faults.ts';
 import { RECORD_BATCH, RECORD_BATCH_MAX_RECORDS, RECORD_BATCH_TARGET_BYTES, RecordBatchWriter, type BatchedRecord } from '../../core/record-batch.ts';
 import { LINEAGE } from '../../core/headers.ts';
 import { DEFAULT_BATCH_SIZE } from '../../core/record-size.ts';
@@ -139,7 +139,7 @@ export abstract class TransactionalOutput {
     this.outputRecords++;
   }
 
-  protected get faultContext(): FaultContext {
+  protected get phasePass(): PhasePass {
     return { outputRecords: this.outputRecords };
   }
 
