@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RecordTooLargeError } from '../../core/record-size.ts';
-import type { ProcessingThread } from '../offload/processing-thread.ts';
+import type { ThreadPool } from '../offload/thread-pool.ts';
 import { describeKafkaError } from '../transaction/kafka-errors.ts';
 import { isKafkaError } from '../../kafka/clients.ts';
 import { isTransient } from '../../core/stage-errors.ts';
@@ -31,9 +31,9 @@ export class Loop {
 
   constructor(
     private readonly parts: LoopParts,
-    thread: ProcessingThread | undefined,
+    threads: ThreadPool | undefined,
   ) {
-    this.source = new BatchSource(parts, thread);
+    this.source = new BatchSource(parts, threads);
     this.path = new RecordPath(parts);
   }
 

@@ -9,10 +9,11 @@ import type { CommitCollector } from '../../core/records.ts';
 import { producerMessageMaxBytes, RecordSizeLimits } from '../../core/record-size.ts';
 import { restoreTasks, type RestoreEnd, type RestoreObserver, type RestoreStart } from './restore.ts';
 import type { WorkerServices } from '../base/worker-services.ts';
+import type { WorkerEvent } from '../base/worker-events.ts';
 import { taskId } from './task.ts';
 import { SplitJoinPartitionsError } from '../base/errors.ts';
 import { StateCheckpoints } from './state-checkpoints.ts';
-import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
+import type { RuntimeTask, RuntimeTopology, TaskHost } from './worker-topology.ts';
 
 /** How far one changelog partition of a restoring task has been read. */
 export interface RestoreProgress {
@@ -96,8 +97,20 @@ export class TaskManager {
   }
 
   readonly onLateRecord = (late: LateRecord): void => {
-    this.services.emit({ type: 'late-record', stage: late.stage, store: late.store, lateByMs: late.lateByMs, topic: late.record.topic, partition: late.record.partition, offset: late.record.offset });
+    this.onLateNotice({ stage: late.stage, store: late.store, lateByMs: late.lateByMs, topic: late.record.topic, partition: late.record.partition, offset: late.record.offset });
   };
+
+  /** A record dropped as too late, as a task on a processing thread reports it. */
+  readonly onLateNotice = (late: Omit<Extract<WorkerEvent, { type: 'late-record' }>, 'type'>): void => {
+    this.services.emit({ type: 'late-record', ...late });
+  };
+
+  /** The processing threads, once started: they host the tasks of the sub-topologies they can (in-memory stores only). */
+  private host: TaskHost | undefined;
+
+  useHost(host: TaskHost | undefined): void {
+    this.host = host;
+  }
 
   async loadStateStore(): Promise<void> {
     if (this.services.config.stateStore === 'persistent') this.persistentState = (await import('../../state/lmdb-store.ts')).PersistentTaskState;
@@ -159,8 +172,12 @@ export class TaskManager {
           .filter((q) => q.partition === p.partition && this.subtopologyOf.get(q.topic) === sub)
           .map((q) => streamTimes.get(partitionKey(q.topic, q.partition)))
           .filter((t): t is number => t !== undefined);
-        const timeOption = { recordLimits: this.recordLimits, onLateRecord: this.onLateRecord, ...(this.globalRows ? { globalRows: this.globalRows } : {}), ...(resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {}) };
-        if (this.persistentState) {
+        const initialStreamTime = resumed.length > 0 ? Math.max(...resumed) : undefined;
+        const timeOption = { recordLimits: this.recordLimits, onLateRecord: this.onLateRecord, ...(this.globalRows ? { globalRows: this.globalRows } : {}), ...(initialStreamTime !== undefined ? { initialStreamTime } : {}) };
+        const hosted = this.persistentState ? undefined : this.host?.host(sub, p.partition, initialStreamTime);
+        if (hosted !== undefined) {
+          task = hosted;
+        } else if (this.persistentState) {
           const state = new this.persistentState(join(config.stateDir, config.appId, config.instanceId, id));
           task = this.topology.createTask(sub, p.partition, { storeFactory: state.storeFactory, cache: this.cache, ...timeOption });
           this.persistentStates.set(task, state);
@@ -223,6 +240,7 @@ export class TaskManager {
    * no other worker owns it yet) checkpoints each changelog's end: everything before it is in the store.
    */
   async closeTaskState(task: RuntimeTask, clean: boolean): Promise<void> {
+    task.close?.();
     const state = this.persistentStates.get(task);
     if (!state) return;
     this.persistentStates.delete(task);
@@ -246,6 +264,7 @@ export class TaskManager {
 
   /** Called in the open transaction, before its offsets are sent (or, at least once, before the flush that acknowledges it). */
   async prepareCommit(collector: CommitCollector): Promise<void> {
+    for (const t of this.tasks.values()) t.beginPrepareCommit?.();
     for (const t of this.tasks.values()) {
       // Nothing to emit, and it may be busy with a record of the next batch meanwhile (speculation.ts).
       if (t.stateless === true) continue;
