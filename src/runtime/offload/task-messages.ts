@@ -80,12 +80,13 @@ export function rethrown(task: string, thrown: ThrownOnThread): Error {
 
 /**
  * The processing thread that hosts a task died (a crash, an out-of-memory, terminated): the task's
- * uncommitted state died with it. The worker stops; its open transaction aborts, so nothing of it is
- * visible, and a restart (or the group's next member) restores the task from its changelog.
+ * uncommitted state died with it. The loop aborts the open transaction, so nothing of it is visible,
+ * and makes the thread's tasks again, on a live thread or the main thread, restored from their
+ * changelogs (rebalance.ts replaceLost).
  */
 export class ProcessingThreadDiedError extends OnceflowError {
   readonly code = 'PROCESSING_THREAD_DIED';
   constructor(task: string, why: string) {
-    super(`the processing thread hosting task ${task} is gone (${why}): its uncommitted state with it; the worker stops and its transaction aborts`);
+    super(`the processing thread hosting task ${task} is gone (${why}): its uncommitted state with it; the transaction aborts and the task is restored elsewhere`);
   }
 }

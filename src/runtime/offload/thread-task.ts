@@ -63,6 +63,11 @@ export class ThreadTask implements RuntimeTask {
     this.#post({ op: 'create', task: this.id, subtopology: parts.subtopology, partition: parts.partition, ...(parts.initialStreamTime !== undefined ? { initialStreamTime: parts.initialStreamTime } : {}) });
   }
 
+  /** Its thread died, and its state with it. */
+  get lost(): boolean {
+    return !this.#parts.thread.alive;
+  }
+
   get streamTime(): number {
     return this.#streamTime;
   }

@@ -4,7 +4,7 @@ import { CacheBudget } from '../nodes/record-cache.ts';
 import { watermarks } from '../../kafka/clients.ts';
 import type { ChangelogOffset, PersistentTaskState } from '../../state/lmdb-store.ts';
 import type { PartitionRef } from '../base/partition-progress.ts';
-import { partitionKey } from '../base/partition-progress.ts';
+import { parsePartitionKey, partitionKey } from '../base/partition-progress.ts';
 import type { CommitCollector } from '../../core/records.ts';
 import { producerMessageMaxBytes, RecordSizeLimits } from '../../core/record-size.ts';
 import { restoreTasks, type RestoreEnd, type RestoreObserver, type RestoreStart } from './restore.ts';
@@ -198,6 +198,25 @@ export class TaskManager {
     if (!group) return;
     const missing = group.topics.filter((t) => !assigned.some((q) => q.topic === t && q.partition === partition) && !this.bySource.has(partitionKey(t, partition)));
     if (missing.length > 0) throw new SplitJoinPartitionsError(taskId(sub, partition), group.join, missing.map((t) => `${t}-${partition}`));
+  }
+
+  /**
+   * Forgets every task whose runner is gone with its state (`lost`: a processing thread died) and
+   * returns their source partitions, to be added and restored again (rebalance.ts replaceLost) as if
+   * newly assigned: the transaction they wrote into is aborted, so their changelogs hold their state.
+   */
+  dropLost(): PartitionRef[] {
+    const partitions: PartitionRef[] = [];
+    for (const [id, task] of [...this.tasks]) {
+      if (task.lost !== true) continue;
+      this.tasks.delete(id);
+      for (const [key, owner] of [...this.bySource]) {
+        if (owner !== task) continue;
+        this.bySource.delete(key);
+        partitions.push(parsePartitionKey(key));
+      }
+    }
+    return partitions;
   }
 
   /** Returns the task when this was its last source partition. */

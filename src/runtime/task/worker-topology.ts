@@ -74,6 +74,8 @@ export interface RuntimeTask {
   beginPrepareCommit?(): void;
   /** The task is no longer this worker's (a task on a processing thread lets its thread drop it). */
   close?(): void;
+  /** What runs the task is gone with its state (a processing thread that died): the task must be made again and restored. */
+  readonly lost?: boolean;
 }
 
 /**
