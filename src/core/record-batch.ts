@@ -117,6 +117,11 @@ export function isRecordBatch(headers: readonly Record<string, unknown>[] | unde
   return headers !== undefined && headers.length === 1 && headers[0]![RECORD_BATCH.header] !== undefined;
 }
 
+/** The same mark on a record as tasks read it (a batch message handed to a processing thread whole). */
+export function isRecordBatchRecord(record: { readonly headers: readonly { readonly key: string }[] }): boolean {
+  return record.headers.length === 1 && record.headers[0]!.key === RECORD_BATCH.header;
+}
+
 /** A batch message's records, as the records they were; keys and values are views into `message.value`. */
 export function unpackRecordBatch(message: { readonly topic: string; readonly partition: number; readonly offset: number; readonly value: Buffer | null }): IncomingRecord[] {
   const buffer = message.value;

@@ -65,7 +65,8 @@ export class Loop {
       if (!(await this.recovered(() => this.path.punctuate(), false))) continue;
       if (transaction.due()) {
         watch.enter('commit');
-        await this.source.commitWhileFetching();
+        // A commit first takes in what processing threads computed: a thread that died then is recovered from here.
+        await this.recovered(() => this.source.commitWhileFetching(), false);
       }
     }
     watch.enter('final commit');

@@ -13,9 +13,10 @@ import type { WorkerRecordCollector } from '../transaction/record-collector.ts';
 /** A run handed to a task on a processing thread, and the answer the record path waits for before the next commit. */
 interface HostedRun {
   readonly task: ThreadTask;
+  /** The task's generation when the run was handed (ThreadTask.generation). */
+  readonly generation: number;
   readonly run: PartitionRef & { readonly key: string };
   readonly lastOffset: number;
-  readonly records: number;
   readonly answer: Promise<TaskAnswer | undefined>;
 }
 
@@ -39,11 +40,14 @@ export class RecordPath {
   /** Runs handed to tasks on processing threads, in the order they were handed: applied before anything commits. */
   private hosted: HostedRun[] = [];
 
-  constructor(private readonly parts: RecordPathParts) {}
+  constructor(private readonly parts: RecordPathParts) {
+    parts.transaction.awaitBeforeCommit(() => this.applyHosted(this.hosted.length));
+  }
 
   async process(batch: FetchedBatch): Promise<void> {
-    // What an earlier batch that failed left in flight is undone by the rollback its failure caused.
-    this.hosted = [];
+    // The runs an earlier batch handed to threads: applied once this batch's are handed, so each thread
+    // computes this batch while the main thread produces the last one's outputs.
+    const earlier = this.hosted.length;
     const { transaction, collector } = this.parts;
     const speculation = batch.speculation;
     if (speculation !== undefined) {
@@ -62,7 +66,7 @@ export class RecordPath {
       if (from >= to) continue;
       if (!(await this.runSlice(run, run.messages, from, to))) return;
     }
-    await this.applyHosted();
+    await this.applyHosted(earlier);
   }
 
   /**
@@ -114,28 +118,25 @@ export class RecordPath {
    */
   private handToThread(task: ThreadTask, run: PartitionRef & { readonly key: string }, messages: readonly Message[], from: number, to: number): void {
     const { collector } = this.parts;
+    // A repartition topic's batch message goes whole: the thread unpacks it, and says how many records it held.
     const records: IncomingRecord[] = [];
-    for (let i = from; i < to; i++) {
-      const message = messages[i]!;
-      const batched = collector.batched(message);
-      if (batched === undefined) records.push(collector.incoming(message));
-      else for (const record of batched) records.push(record);
-    }
+    for (let i = from; i < to; i++) records.push(collector.incoming(messages[i]!));
     if (records.length === 0) return;
-    this.hosted.push({ task, run, lastOffset: messages[to - 1]!.offset, records: records.length, answer: task.processRun(records) });
+    this.hosted.push({ task, generation: task.generation, run, lastOffset: messages[to - 1]!.offset, answer: task.processRun(records) });
   }
 
   /**
-   * What the threads made of the runs handed to them, into the open transaction with their offsets, in
-   * the order they were handed. Before any commit: a run a thread processed belongs to the transaction
-   * its store writes go to, and those reach the changelog at that transaction's prepareCommit.
+   * What the threads made of the first `count` runs handed to them, into the open transaction with their
+   * offsets, in the order they were handed. Every run is applied before the transaction commits (the
+   * driver waits for it): a run a thread processed belongs to the transaction its store writes go to,
+   * and those reach the changelog at that transaction's prepareCommit. A run its task rolled back since
+   * (an abort) is dropped: its records are read again from the committed offsets.
    */
-  private async applyHosted(): Promise<void> {
-    const hosted = this.hosted;
-    this.hosted = [];
-    for (const { task, run, lastOffset, records, answer } of hosted) {
-      task.applyRun(await answer);
-      this.done(run, lastOffset, records);
+  private async applyHosted(count: number): Promise<void> {
+    const due = this.hosted.splice(0, count);
+    for (const { task, generation, run, lastOffset, answer } of due) {
+      if (task.generation !== generation) continue;
+      this.done(run, lastOffset, task.applyRun(await answer));
     }
   }
 
@@ -181,7 +182,6 @@ export class RecordPath {
   /** Commits a transaction that reached its bound; false when the loop must let go of the batch (a failed commit rewound the partitions, or the worker is stopping). */
   private async commitMidBatch(): Promise<boolean> {
     const { progress, transaction, looping } = this.parts;
-    await this.applyHosted();
     const epoch = progress.epoch;
     await transaction.commit();
     // A failed commit rewound the partitions: the rest of the batch is fetched again from the committed offsets.

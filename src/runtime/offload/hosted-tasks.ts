@@ -1,3 +1,4 @@
+import { isRecordBatchRecord, unpackRecordBatch } from '../../core/record-batch.ts';
 import type { RecordSizeLimits } from '../../core/record-size.ts';
 import type { TaskPlan } from '../../graph/types.ts';
 import { CacheBudget } from '../nodes/record-cache.ts';
@@ -53,12 +54,23 @@ export class HostedTasks {
           for (let i = 0; i < records.length; i++) task.restore(request.stores[i]!, records[i]!.key!, records[i]!.value);
           return this.#answer(task, false);
         }
-        case 'process':
-          for (const record of unpackRun(request.run)) {
-            const result = task.process(record, this.#collector.aim(record));
-            if (result) await result;
+        case 'process': {
+          let records = 0;
+          for (const message of unpackRun(request.run)) {
+            if (!isRecordBatchRecord(message)) {
+              records++;
+              const result = task.process(message, this.#collector.aim(message));
+              if (result) await result;
+              continue;
+            }
+            for (const record of unpackRecordBatch(message)) {
+              records++;
+              const result = task.process(record, this.#collector.aim(record));
+              if (result) await result;
+            }
           }
-          return this.#answer(task, true);
+          return { ...this.#answer(task, true), records };
+        }
         case 'advance': {
           const result = task.advanceStreamTime(request.timestamp, this.#collector);
           if (result) await result;

@@ -39,6 +39,8 @@ export interface TaskAnswer {
   readonly emitted?: PackedResolved;
   /** At prepareCommit: the transaction's writes to queryable stores, packed like a run, `stores` naming each one's store. */
   readonly writes?: { readonly stores: readonly string[]; readonly run: PackedRun };
+  /** For a run: how many records it held, a repartition batch message counting its records. */
+  readonly records?: number;
   readonly streamTime: number;
   readonly metrics: HostedMetrics;
   readonly joinMisses: readonly (readonly [string, number])[];

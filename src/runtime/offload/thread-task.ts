@@ -51,6 +51,7 @@ export class ThreadTask implements RuntimeTask {
   /** What a request nobody waited for threw (a commit, a restore): the next request the main thread waits for throws it. */
   #failure: Error | undefined;
   #preparing: Promise<TaskAnswer | undefined> | undefined;
+  #generation = 0;
 
   constructor(parts: ThreadTaskParts) {
     this.#parts = parts;
@@ -61,6 +62,14 @@ export class ThreadTask implements RuntimeTask {
     this.#mirror = new QueryMirror(this.id, parts.stores);
     this.#streamTime = parts.initialStreamTime ?? Number.NEGATIVE_INFINITY;
     this.#post({ op: 'create', task: this.id, subtopology: parts.subtopology, partition: parts.partition, ...(parts.initialStreamTime !== undefined ? { initialStreamTime: parts.initialStreamTime } : {}) });
+  }
+
+  /**
+   * Moves on at each rollback and at close: a run handed before then is undone on the thread (or its
+   * task gone), so its answer must never reach a transaction (the record path compares).
+   */
+  get generation(): number {
+    return this.#generation;
   }
 
   /** Its thread died, and its state with it. */
@@ -94,10 +103,14 @@ export class ThreadTask implements RuntimeTask {
     return this.#request({ op: 'process', task: this.id, run }, [run.bytes, run.fields.buffer as ArrayBuffer]);
   }
 
-  /** What a run emitted, into the open transaction; throws what the task threw on its thread. */
-  applyRun(answer: TaskAnswer | undefined): void {
-    const { emitted } = this.#settled(answer);
+  /**
+   * What a run emitted, into the open transaction; returns how many records the run held (a repartition
+   * batch message counts its records). Throws what the task threw on its thread.
+   */
+  applyRun(answer: TaskAnswer | undefined): number {
+    const { emitted, records } = this.#settled(answer);
     if (emitted !== undefined) applyResolved(emitted, { sendResolved: (r, lineage, origin) => this.#parts.collector.sendResolved(r, lineage, origin), changelog: () => undefined });
+    return records ?? 0;
   }
 
   async process(record: IncomingRecord): Promise<void> {
@@ -128,12 +141,14 @@ export class ThreadTask implements RuntimeTask {
   }
 
   rollback(): void {
+    this.#generation++;
     this.#preparing = undefined;
     this.#post({ op: 'rollback', task: this.id });
     this.#mirror.rollback();
   }
 
   close(): void {
+    this.#generation++;
     this.#restoring = { stores: [], records: [] };
     this.#post({ op: 'close', task: this.id });
     this.#parts.onClose?.();

@@ -28,6 +28,8 @@ export class TransactionDriver {
   /** Transactions in a row the broker refused for a record batch over a topic's max.message.bytes. */
   private sizeRefusals = 0;
   private readonly purge: RepartitionPurge;
+  /** What must reach the open transaction before it commits: the answers of runs handed to processing threads (loop/record-path.ts). */
+  private beforeCommit: () => Promise<void> = async () => undefined;
 
   constructor(
     private readonly services: WorkerServices,
@@ -42,6 +44,11 @@ export class TransactionDriver {
 
   get open(): boolean {
     return this.output.open;
+  }
+
+  /** Set once, by the record path: every commit first waits for what it handed to processing threads. */
+  awaitBeforeCommit(step: () => Promise<void>): void {
+    this.beforeCommit = step;
   }
 
   /** The open transaction has run for commitIntervalMs or holds maxRecordsPerTransaction records. */
@@ -81,6 +88,8 @@ export class TransactionDriver {
   async commit(): Promise<void> {
     const consumer = this.services.consumer();
     if (!consumer || !this.output.open) return;
+    // Before the offsets are read: the threads' answers move them on.
+    await this.beforeCommit();
     const started = Date.now();
     const records = this.records;
     this.services.step('commit');
