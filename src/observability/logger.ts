@@ -199,7 +199,8 @@ export function attachLogging(worker: ObservedWorker, root: Logger, options: Log
         break;
       case 'processing-thread':
         if (e.off === undefined) log.info({ event: e.type, subtopologies: e.subtopologies, hosted: e.hosted, threads: e.threads }, 'sub-topologies run on processing threads');
-        else (e.failed === true ? log.warn.bind(log) : log.info.bind(log))({ event: e.type, reason: e.off }, 'every stage runs on the main thread');
+        else if (e.failed === true) log.warn({ event: e.type, reason: e.off, restarted: e.restarted }, 'a processing thread died: its hosted tasks are restored from their changelogs on a live thread (or the main thread), its runs left to the others');
+        else log.info({ event: e.type, reason: e.off }, 'every stage runs on the main thread');
         break;
       case 'topic-config-corrected':
         log.warn({ event: e.type, topic: e.topic, setting: e.setting, from: e.from, to: e.to }, `internal topic ${e.topic}: ${e.setting} was ${e.from}, set to ${e.to}`);

@@ -73,7 +73,7 @@ export type WorkerEvent =
    * (offload/processing-thread.ts), `hosted` the stateful ones whose tasks the threads host, on `threads`
    * threads; `off` says why none does, `failed` that a thread died while running.
    */
-  | { type: 'processing-thread'; subtopologies: number[]; hosted?: number[]; threads?: number; off?: string; failed?: boolean }
+  | { type: 'processing-thread'; subtopologies: number[]; hosted?: number[]; threads?: number; off?: string; failed?: boolean; restarted?: number }
   /**
    * A task that reads several inputs in timestamp order went on without one of them after waiting
    * `waitedMs` (input-synchronizer.ts): records of that input older than those processed now may follow.

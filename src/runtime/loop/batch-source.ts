@@ -253,7 +253,8 @@ export class BatchSource {
     const dead = this.threads?.threads.find((t) => !t.alive && !this.reportedDead.has(t));
     if (dead !== undefined) {
       this.reportedDead.add(dead);
-      this.parts.emit({ type: 'processing-thread', subtopologies: [], off: dead.failure ?? 'stopped', failed: true });
+      const restarted = (await this.threads?.restartDead()) ?? 0;
+      this.parts.emit({ type: 'processing-thread', subtopologies: [], off: dead.failure ?? 'stopped', failed: true, restarted });
     }
     return undefined;
   }

@@ -112,7 +112,8 @@ export class RebalanceHandler {
   async replaceLost(why: string): Promise<void> {
     const partitions = this.tasks.dropLost();
     if (partitions.length === 0) return;
-    this.services.emit({ type: 'processing-thread', subtopologies: [], off: why, failed: true });
+    const restarted = await this.tasks.restartDeadHosts();
+    this.services.emit({ type: 'processing-thread', subtopologies: [], off: why, failed: true, restarted });
     const streamTimes = await this.loadCommitted(partitions);
     const fresh = this.tasks.addSources(partitions, streamTimes);
     await this.tasks.restore(fresh, (topic, partition) => this.progress.committed.get(partitionKey(topic, partition)));

@@ -4,6 +4,10 @@ import { ProcessingThread, type ThreadInit, type ThreadSpawner } from './process
 import type { LateNotice } from './task-messages.ts';
 import { ThreadTask, type ThreadTaskParts } from './thread-task.ts';
 
+/** Threads started again in place of dead ones, at most, within RESTART_WINDOW_MS. */
+const RESTART_BUDGET = 3;
+const RESTART_WINDOW_MS = 10 * 60_000;
+
 /** What the pool needs of the worker to host tasks. */
 export interface PoolParts {
   readonly stores: ReadonlyMap<string, CompiledStore>;
@@ -19,12 +23,19 @@ export interface PoolParts {
  */
 export class ThreadPool implements TaskHost {
   readonly #hosted = new Map<ProcessingThread, number>();
+  /** When each thread was started again, for the restart budget. */
+  #restarts: number[] = [];
 
   private constructor(
-    readonly threads: readonly ProcessingThread[],
+    private threadList: ProcessingThread[],
     private readonly parts: PoolParts,
+    private readonly starting: { readonly spawn: ThreadSpawner; readonly init: ThreadInit; readonly expected: readonly (readonly string[])[] },
   ) {
-    for (const thread of threads) this.#hosted.set(thread, 0);
+    for (const thread of threadList) this.#hosted.set(thread, 0);
+  }
+
+  get threads(): readonly ProcessingThread[] {
+    return this.threadList;
   }
 
   /**
@@ -35,7 +46,29 @@ export class ThreadPool implements TaskHost {
     const started = await Promise.all(Array.from({ length: count }, () => ProcessingThread.start(spawn, init, expected)));
     const threads = started.filter((s): s is ProcessingThread => typeof s !== 'string');
     if (threads.length === 0) return started.find((s): s is string => typeof s === 'string') ?? 'no processing thread was asked for';
-    return new ThreadPool(threads, parts);
+    return new ThreadPool(threads, parts, { spawn, init, expected });
+  }
+
+  /**
+   * Starts a new thread in place of each one that died, within a budget (RESTART_BUDGET per
+   * RESTART_WINDOW_MS): a thread that keeps dying (a stage that exhausts memory) leaves its work to the
+   * live threads and the main thread instead of dying in a loop. Returns how many it started.
+   */
+  async restartDead(now = Date.now()): Promise<number> {
+    let started = 0;
+    for (const [index, thread] of this.threadList.entries()) {
+      if (thread.alive) continue;
+      this.#restarts = this.#restarts.filter((at) => now - at < RESTART_WINDOW_MS);
+      if (this.#restarts.length >= RESTART_BUDGET) break;
+      this.#restarts.push(now);
+      this.#hosted.delete(thread);
+      const fresh = await ProcessingThread.start(this.starting.spawn, this.starting.init, this.starting.expected);
+      if (typeof fresh === 'string') continue;
+      this.threadList = this.threadList.map((t, i) => (i === index ? fresh : t));
+      this.#hosted.set(fresh, 0);
+      started++;
+    }
+    return started;
   }
 
   get offloadable(): ReadonlySet<number> {

@@ -112,6 +112,11 @@ export class TaskManager {
     this.host = host;
   }
 
+  /** Restarts the host's dead threads (within its budget) before lost tasks are placed again. */
+  async restartDeadHosts(): Promise<number> {
+    return (await this.host?.restartDead?.()) ?? 0;
+  }
+
   async loadStateStore(): Promise<void> {
     if (this.services.config.stateStore === 'persistent') this.persistentState = (await import('../../state/lmdb-store.ts')).PersistentTaskState;
   }

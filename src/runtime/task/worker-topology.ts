@@ -84,6 +84,8 @@ export interface RuntimeTask {
  */
 export interface TaskHost {
   host(subtopology: number, partition: number, initialStreamTime: number | undefined): RuntimeTask | undefined;
+  /** Starts runners again in place of dead ones, where it may (a budget); how many it started. */
+  restartDead?(): Promise<number>;
 }
 
 /**

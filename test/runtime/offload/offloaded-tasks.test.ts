@@ -80,12 +80,14 @@ test('a record whose stage throws (not dead-lettered) stops the run there: nothi
   assert.deepEqual(describe(outputs), ['0:out:k0=A']);
 });
 
-async function runWorker(thread: InProcessThread | undefined, values: readonly string[]) {
+/** `restarts`: the threads started in place of one that died, in turn (none left: the start fails). */
+async function runWorker(thread: InProcessThread | undefined, values: readonly string[], restarts: InProcessThread[] = []) {
   const cluster = new FakeCluster({ in: 1, out: 1, 'app-dlq': 1 });
+  let started = 0;
   const worker = new Worker(
     app(),
     { bootstrap: 'fake:9092', appId: 'app', instanceId: 'i1', stateDir: mkdtempSync(join(tmpdir(), 'onceflow-offload-')), consumeBatchSize: 3, commitIntervalMs: 50, maxRecordsPerTransaction: 4 },
-    { clients: cluster.supplier(), ...(thread ? { processingThread: { spawn: () => thread, file: 'in-process' } } : {}) },
+    { clients: cluster.supplier(), ...(thread ? { processingThread: { spawn: () => (started++ === 0 ? thread : restarts.shift()!), file: 'in-process' } } : {}) },
   );
   const events: WorkerEvent[] = [];
   worker.on('event', (e: WorkerEvent) => events.push(e));
@@ -115,15 +117,18 @@ test('a worker with the processing thread commits the same outputs, with the sam
   assert.deepEqual(withThread.events.find((e) => e.type === 'processing-thread'), { type: 'processing-thread', subtopologies: [0], hosted: [], threads: 1 });
 });
 
-test('a processing thread that dies leaves its records to the main thread: nothing lost, nothing twice', async () => {
+test('a processing thread that dies leaves its records to the main thread and is started again: nothing lost, nothing twice', async () => {
   const thread = new InProcessThread(async () => app(false, true), 2);
-  const run = await runWorker(thread, INPUT);
+  const replacement = new InProcessThread(async () => app(false, true));
+  const run = await runWorker(thread, INPUT, [replacement]);
   const without = await runWorker(undefined, INPUT);
   assert.deepEqual(run.outputs, without.outputs);
   const off = run.events.filter((e) => e.type === 'processing-thread');
   assert.equal(off.length, 2);
   assert.match(String((off[1] as { off?: string }).off), /exited \(1\)/);
   assert.equal((off[1] as { failed?: boolean }).failed, true);
+  assert.equal((off[1] as { restarted?: number }).restarted, 1);
+  assert.ok(replacement.requests.length >= 1, 'the new thread took runs');
 });
 
 const ORDER_V1 = { type: 'record', name: 'Order', namespace: 't', fields: [{ name: 'orderId', type: 'string' }, { name: 'amount', type: 'long' }] };

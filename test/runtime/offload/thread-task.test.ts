@@ -27,14 +27,14 @@ const EXPECTED: Record<string, number> = { a: 4, b: 2, c: 1, d: 1, x: 4, y: 2, z
 const INPUT: Record<number, string[]> = { 0: [], 1: [] };
 for (const word of WORDS) INPUT[partitionFor(Buffer.from(word), 2)]!.push(word);
 
-async function runWorker(threads: InProcessThread[], failCommits = 0) {
+async function runWorker(threads: InProcessThread[], failCommits = 0, restarts: InProcessThread[] = []) {
   const cluster = new FakeCluster({ in: 2, counts: 2, 'app-dlq': 1, 'app-count-changelog': 2 });
   let next = 0;
   const worker = new Worker(
     counting(),
     // No record cache: every update goes out, so the outputs show each count a key went through.
     { bootstrap: 'fake:9092', appId: 'app', instanceId: 'i1', stateDir: mkdtempSync(join(tmpdir(), 'onceflow-hosted-')), consumeBatchSize: 3, commitIntervalMs: 20, cacheMaxBytes: 0, threads: threads.length },
-    { clients: cluster.supplier(), ...(threads.length > 0 ? { processingThread: { spawn: () => threads[next++]!, file: 'in-process' } } : {}) },
+    { clients: cluster.supplier(), ...(threads.length > 0 ? { processingThread: { spawn: () => [...threads, ...restarts][next++]!, file: 'in-process' } } : {}) },
   );
   const events: WorkerEvent[] = [];
   worker.on('event', (e: WorkerEvent) => events.push(e));
@@ -90,14 +90,17 @@ test('tasks hosted on two processing threads commit the same outputs, lineage an
   for (const [key, count] of Object.entries(EXPECTED)) assert.deepEqual(hosted.queried[key], { status: 'found', value: count, partition: partitionFor(Buffer.from(key), 2) });
 });
 
-test('a processing thread that dies under its hosted tasks: the transaction aborts, they are restored on the main thread, nothing lost or counted twice', async () => {
+test('a processing thread that dies under its hosted tasks: the transaction aborts, a new thread is started and hosts them, restored; nothing lost or counted twice', async () => {
   // Dies at its third request, the first run (after creating the two tasks): before anything committed, as
   // the fake's changelogs cannot be read back (test/integration/thread-death.test.ts restores from a real one).
   const dying = new InProcessThread(async () => counting(), 3);
-  const run = await runWorker([dying]);
+  const replacement = new InProcessThread(async () => counting());
+  const run = await runWorker([dying], 0, [replacement]);
   const warned = run.events.filter((e) => e.type === 'processing-thread' && e.failed === true);
   assert.equal(warned.length, 1, JSON.stringify(run.events.filter((e) => e.type === 'processing-thread')));
   assert.match(String((warned[0] as { off?: string }).off), /exited \(1\)/);
+  assert.equal((warned[0] as { restarted?: number }).restarted, 1);
+  assert.equal(replacement.taskRequests.get('create'), 2, 'the new thread hosts both tasks');
   assert.ok(run.events.some((e) => e.type === 'aborted'), 'the transaction the dead thread wrote into aborted');
   assert.deepEqual(finalCounts(run.outputs), EXPECTED);
   for (const [key, count] of Object.entries(EXPECTED)) assert.equal((run.queried[key] as { value?: number }).value, count);
