@@ -6,7 +6,8 @@ import { slidingWindow } from '../../src/dsl/sliding-windows.ts';
 import { Suppressed } from '../../src/dsl/suppress.ts';
 import type { Windowed, WindowSpec } from '../../src/dsl/types.ts';
 import { compile } from '../../src/graph/compile.ts';
-import { describeJson } from '../../src/cli/describe.ts';
+import { describeJson, describeMermaid, describeText } from '../../src/cli/describe.ts';
+import { topologyGraph } from '../../src/console/topology-graph.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 import { TopologyTestDriver } from '../../src/testing/test-driver.ts';
 
@@ -120,6 +121,18 @@ test('cogroup compiles to one node reading every input, its store, one repartiti
   assert.deepEqual(node.predecessors, ['activity-0-repartition-source', 'KSTREAM-SOURCE-0000000002']);
   assert.deepEqual(d.copartitionGroups, [{ join: 'activity', subtopology: 1, topics: ['purchases', 'shop-activity-0-repartition'] }]);
   assert.ok(d.topics.some((t) => t.name === 'shop-activity-0-repartition' && t.kind === 'repartition'));
+  const compiled = compile(app);
+  const text = describeText(compiled);
+  assert.match(text, /Processor: activity \(cogroup, stores: \[activity\]\)/);
+  assert.match(text, /<-- activity-0-repartition-source, KSTREAM-SOURCE-0000000002/);
+  assert.match(text, /Co-partition groups [^\n]*\n {2}activity \(sub-topology 1\): \[purchases, shop-activity-0-repartition\]/);
+  assert.match(describeMermaid(compiled), /\["activity<br\/>cogroup<br\/>stores: activity"\]/);
+  // the console draws both inputs into the one stage, and its store
+  const graph = topologyGraph(d);
+  const into = graph.edges.filter((e) => e.to === 'stage:activity').map((e) => e.from).sort();
+  assert.deepEqual(into, ['stage:KSTREAM-SOURCE-0000000002', 'stage:activity-0-repartition-source']);
+  assert.equal(graph.nodes.find((n) => n.id === 'stage:activity')!.sublabel, 'cogroup');
+  assert.ok(graph.edges.some((e) => e.from === 'stage:activity' && e.to === 'store:activity'));
 });
 
 test('cogroup refuses the same grouped stream twice and sliding windows', () => {

@@ -5,7 +5,8 @@ import { tumblingWindow } from '../../src/dsl/windows.ts';
 import type { Windowed } from '../../src/dsl/types.ts';
 import { compile } from '../../src/graph/compile.ts';
 import { internalTopicConfig } from '../../src/graph/internal-topic-configs.ts';
-import { describeMermaid, describeText } from '../../src/cli/describe.ts';
+import { describeJson, describeMermaid, describeText } from '../../src/cli/describe.ts';
+import { topologyGraph } from '../../src/console/topology-graph.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 import { TopologyTestDriver } from '../../src/testing/test-driver.ts';
 
@@ -37,6 +38,11 @@ test('repartition sends the records through <appId>-<name>-repartition and conti
   assert.match(describeText(compiled), /Processor: by-sensor \(repartition, stores: \[\]\)/);
   assert.match(describeText(compiled), /plant-by-sensor-repartition \(repartition, internal, cleanup.policy=delete, retention.ms=-1, .*partitions=6\)/);
   assert.match(describeMermaid(compiled), /by-sensor<br\/>repartition/);
+  // the console shows the topic between the two sub-topologies
+  const graph = topologyGraph(describeJson(compiled));
+  assert.ok(graph.edges.some((e) => e.from === 'stage:by-sensor-repartition-sink' && e.to === 'topic:plant-by-sensor-repartition'));
+  assert.ok(graph.edges.some((e) => e.from === 'topic:plant-by-sensor-repartition' && e.to === 'stage:by-sensor-repartition-source'));
+  assert.equal(graph.nodes.find((n) => n.id === 'stage:by-sensor')!.subtopology, 1);
 });
 
 test('without partitions the topic takes the task count of its writer, as a groupBy repartition topic does', () => {

@@ -129,6 +129,11 @@ export class SlidingWindowAggregateNode extends StatefulNode {
       fresh(t - d, t, this.checkSync(fn(key, value, before)));
     }
     if (rightSource !== undefined && rightAggregate !== undefined && !starts.has(t + 1)) fresh(t + 1, rightSource.latestRecordMs, rightAggregate);
+    // Its own window closed and no open one holds it: the record would count nowhere.
+    if (writes.length === 0) {
+      dropLateRecord(this, t + this.#w.graceMs, this.#w.lateRecords);
+      return;
+    }
     const pairs: [Windowed<unknown>, unknown][] = [];
     for (const { window, fresh: isNew, aggregate } of writes) {
       if (!isNew) window.latestRecordMs = Math.max(window.latestRecordMs, t);
