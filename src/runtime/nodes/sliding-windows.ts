@@ -6,18 +6,15 @@
 import type { Windowed } from '../../core/windowed.ts';
 import type { WindowSpec } from '../../dsl/types.ts';
 import { windowCloseTime } from '../../dsl/sliding-windows.ts';
-import type { CompiledNode, CompiledStore } from '../../graph/types.ts';
 import type { Serde } from '../../serdes/serde.ts';
 import { DeadlineHeap } from '../../state/heap.ts';
 import { mapKey } from '../../state/store.ts';
-import type { TransactionalStore } from '../../state/transactional.ts';
 import { splitWindowStoreKey, windowStoreKey } from '../../state/windowed.ts';
 import { slidingWindowValue, splitSlidingWindowValue } from '../../state/sliding-window.ts';
 import { WindowsByKey } from '../../state/windows-by-key.ts';
 import { errorCode } from '../../core/stage-errors.ts';
 import { StageFailure } from './node-errors.ts';
-import { dropLateRecord, StatefulNode, type Aggregation } from './stateful.ts';
-import type { TaskState } from './task-state.ts';
+import { dropLateRecord, StatefulNode } from './stateful.ts';
 import type { Spec } from './runtime-node.ts';
 import type { Step } from './step.ts';
 
@@ -34,8 +31,9 @@ interface WindowWrite {
 }
 
 export class SlidingWindowAggregateNode extends StatefulNode {
-  readonly #aggregation: Aggregation;
-  readonly #state: Serde<unknown>;
+  readonly #spec = this.node.spec as Spec<'aggregate'>;
+  /** The aggregate's own serde: the store's (sliding-window-value) appends the window's latest record time. */
+  readonly #state: Serde<unknown> = this.#spec.stateSerde!;
   readonly #w: WindowSpec = this.storeSpec.window!;
   /** Windows per key (latin1 of its bytes), closed ones included until they expire. */
   readonly #byKey = new WindowsByKey<SlidingWindow>();
@@ -43,12 +41,6 @@ export class SlidingWindowAggregateNode extends StatefulNode {
   readonly #expiring = new DeadlineHeap<Buffer>();
   /** With emitFinal: when each window closes and its final result goes downstream. */
   readonly #closing = new DeadlineHeap<Buffer>();
-
-  constructor(task: TaskState, node: CompiledNode, store: TransactionalStore, storeSpec: CompiledStore, aggregation: Aggregation & { readonly stateSerde?: Serde<unknown> } = node.spec as Spec<'aggregate'>) {
-    super(task, node, store, storeSpec);
-    this.#aggregation = aggregation;
-    this.#state = aggregation.stateSerde!;
-  }
 
   protected override rebuildIndex(): void {
     this.#byKey.clear();
@@ -108,7 +100,7 @@ export class SlidingWindowAggregateNode extends StatefulNode {
         if (w.start + d > t && (rightSource === undefined || w.start > rightSource.start)) rightSource = w;
       }
     }
-    const { init, fn } = this.#aggregation;
+    const { init, fn } = this.#spec;
     // Everything is computed before anything is written, so a throwing aggregator leaves nothing half-done for the retry.
     const rightAggregate = rightSource !== undefined && rightSource.latestRecordMs > t ? this.#aggregateOf(rightSource) : undefined;
     const writes: WindowWrite[] = [];
