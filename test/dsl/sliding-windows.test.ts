@@ -46,13 +46,19 @@ test('in order: each record has its window [t - d, t]; the previous record gets 
 });
 
 test('an out-of-order record updates the windows that contain it and creates its own from the existing aggregates', () => {
-  const { at, read, stored } = slidingCounts(slidingWindow(10, { graceMs: 100 }));
+  const { driver, at, read, stored } = slidingCounts(slidingWindow(10, { graceMs: 100 }));
   at('a', 100);
   at('a', 110);
   read();
   at('a', 104); // out of order: inside [100,110] and [101,111]; its own [94,104] holds 100 and it; [105,115] holds 110
   assert.deepEqual(read(), ['a@100-110=3', 'a@101-111=2', 'a@94-104=2', 'a@105-115=1']);
   assert.deepEqual(stored(), modelCounts([100, 110, 104], 10).map((s) => s.replace('k@', 'a@')));
+  // interactive queries read the aggregates (the store's values also carry each window's latest record time)
+  assert.deepEqual(driver.query<string, number>('per-window').fetch('a', 100, 105), [
+    { start: 100, end: 110, value: 3 },
+    { start: 101, end: 111, value: 2 },
+    { start: 105, end: 115, value: 1 },
+  ]);
 });
 
 test('random out-of-order input within grace: the windows and their counts are those of the definition', () => {
