@@ -1,4 +1,4 @@
-// What `describe` says of the stages that act on time: suppression, punctuation and session windows.
+// What `describe` says of the stages that act on time: suppression, punctuation, windows and sessions.
 import type { CompiledNode, CompiledStore } from '../graph/types.ts';
 
 export interface TimeDetails {
@@ -34,4 +34,12 @@ export function sessionJson(s: CompiledStore): { readonly session?: { readonly i
 
 export function sessionText(s: CompiledStore): string {
   return s.session ? `, session window gap ${s.session.inactivityGapMs}ms grace ${s.session.graceMs}ms${s.session.emitFinal ? ', emit final' : ''}` : '';
+}
+
+/** `, tumbling window size ...` / `, sliding window time difference ...`: a windowed store's windows. */
+export function windowText(s: CompiledStore): string {
+  const w = s.window;
+  if (!w) return sessionText(s);
+  const size = w.type === 'sliding' ? `time difference ${w.sizeMs}ms` : `size ${w.sizeMs}ms advance ${w.advanceMs}ms`;
+  return `, ${w.type} window ${size} grace ${w.graceMs}ms${w.emitFinal ? ', emit final' : ''}`;
 }

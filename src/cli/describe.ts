@@ -6,7 +6,7 @@ import { STAGE_KINDS, type KeyValueFn } from '../dsl/nodes.ts';
 import { loadTopology } from '../dsl/load.ts';
 import { hostableSubtopologies, offloadableSubtopologies } from '../runtime/offload/offloaded-tasks.ts';
 import { typecheckTopology } from './typecheck.ts';
-import { sessionJson, sessionText, timeDetails, timeDetailsText, type TimeDetails } from './describe-time.ts';
+import { sessionJson, timeDetails, timeDetailsText, windowText, type TimeDetails } from './describe-time.ts';
 import { eventTimeOutputs, eventTimeOutputWarning } from './describe-retention.ts';
 import { brokerConfig, readTopicConfigs, topicLines, uncompactedTableSources, type TopicConfigReading } from './describe-topic-configs.ts';
 import { BootstrapMissingError, resolveConnection, type Connection, type ConnectionFlags } from './connection.ts';
@@ -171,8 +171,7 @@ export function describeText(c: CompiledTopology, reading?: TopicConfigReading):
   lines.push('Stores:');
   if (c.stores.size === 0) lines.push('  (none)');
   for (const s of c.stores.values()) {
-    const w = s.window ? `, ${s.window.type} window size ${s.window.sizeMs}ms advance ${s.window.advanceMs}ms grace ${s.window.graceMs}ms${s.window.emitFinal ? ', emit final' : ''}` : sessionText(s);
-    lines.push(`  ${s.name} (${s.kind}, node ${s.node}, sub-topology ${s.subtopology}, changelog ${s.changelogTopic}${s.sourceTopicChangelog ? ' (its source topic)' : ''}${w})`);
+    lines.push(`  ${s.name} (${s.kind}, node ${s.node}, sub-topology ${s.subtopology}, changelog ${s.changelogTopic}${s.sourceTopicChangelog ? ' (its source topic)' : ''}${windowText(s)})`);
   }
   if (c.stores.size > 0) {
     lines.push('  (interactive queries, on a replica run with --http-port: GET /stores/<store>/<key>, a window store\'s windows of a key, /stores/<store>?prefix=; /metadata/<store>/<key>?route=1 from any replica with --advertised-url)');
@@ -209,7 +208,8 @@ export function describeMermaid(c: CompiledTopology): string {
     lines.push(`  subgraph sub${s.id}["Sub-topology ${s.id}${offloadable.has(s.id) || hostable.has(s.id) ? '<br/>processing thread' : ''}"]`);
     for (const n of s.nodes) {
       const id = ids.get(n.name)!;
-      const extra = n.stores.length > 0 ? `<br/>stores: ${n.stores.join(', ')}` : '';
+      const windows = n.stores.map((st) => windowText(c.stores.get(st)!).replace(/^, /, '')).filter((w) => w !== '');
+      const extra = `${n.stores.length > 0 ? `<br/>stores: ${n.stores.join(', ')}` : ''}${windows.map((w) => `<br/>${w}`).join('')}`;
       const eos = n.boundary === 'external' ? '<br/>outside the transaction: at-least-once' : '';
       lines.push(`    ${id}["${mermaidLabel(n.name)}<br/>${n.kind}${extra}${eos}"]`);
       if (n.boundary === 'external') external.push(id);

@@ -93,7 +93,7 @@ export function topologyGraph(d: TopologyDescription): TopologyGraph {
     }
   }
   for (const st of d.stores) {
-    const window = st.window ? `${st.window.type}, size ${st.window.sizeMs} ms, grace ${st.window.graceMs} ms` : undefined;
+    const window = st.window ? `${st.window.type}, ${st.window.type === 'sliding' ? 'time difference' : 'size'} ${st.window.sizeMs} ms, grace ${st.window.graceMs} ms` : undefined;
     nodes.push({
       id: storeId(st.name),
       kind: 'store',

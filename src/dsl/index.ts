@@ -11,3 +11,6 @@ export { loadTopology, NotATopologyError, TopologyLoadError } from './load.ts';
 export { STAGE_KINDS, type StageKind, type Boundary } from './nodes.ts';
 export * from './types.ts';
 export { RecordHeaders, type RecordContext, type HeadersUpdate, type HeaderValue } from './headers.ts';
+export { slidingWindow } from './sliding-windows.ts';
+export { CogroupedStream, WindowedCogroupedStream } from './cogroup.ts';
+export type { RepartitionOptions } from './repartition.ts';

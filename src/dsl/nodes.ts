@@ -43,7 +43,9 @@ export type StageKind =
   | 'globalTable'
   | 'globalTableJoin'
   | 'suppress'
-  | 'process';
+  | 'process'
+  | 'repartition'
+  | 'cogroup';
 
 export type Boundary = 'transactional' | 'external';
 
@@ -103,6 +105,8 @@ export const STAGE_KINDS: Readonly<Record<StageKind, StageKindInfo>> = {
   globalTableJoin: { label: 'JOIN', boundary: 'transactional', role: 'processor', changesKey: false, threadSafe: false, hostable: false },
   suppress: { label: 'SUPPRESS', boundary: 'transactional', role: 'processor', changesKey: false, threadSafe: false, hostable: true },
   process: { label: 'PROCESSOR', boundary: 'transactional', role: 'processor', changesKey: true, threadSafe: false, hostable: false },
+  repartition: { label: 'REPARTITION', boundary: 'transactional', role: 'processor', changesKey: false, threadSafe: true, hostable: true },
+  cogroup: { label: 'COGROUP', boundary: 'transactional', role: 'processor', changesKey: false, threadSafe: false, hostable: true },
 };
 
 /**
@@ -212,6 +216,21 @@ export type StageSpec =
       readonly fn: (key: unknown, value: unknown, ctx: EffectContext<unknown>) => Promise<unknown>;
       readonly idempotencyKey?: KeyValueFn;
       readonly retry?: Partial<RetryPolicy>;
+    }
+  /** `stream.repartition()`: through `<appId>-<name>-repartition`, with `partitions` of its own when given. */
+  | { readonly kind: 'repartition'; readonly partitions?: number }
+  /**
+   * `cogroup(...).aggregate(init)`: one aggregate over several grouped streams, one store; the i-th
+   * parent's records go through `aggregators[i]`. `inputs[i]` are the serdes of its repartition topic.
+   */
+  | {
+      readonly kind: 'cogroup';
+      readonly init: () => unknown;
+      readonly aggregators: readonly ((key: unknown, value: unknown, agg: unknown) => unknown)[];
+      readonly inputs: readonly { readonly keySerde?: Serde<unknown>; readonly valueSerde?: Serde<unknown> }[];
+      readonly stateSerde?: Serde<unknown>;
+      readonly window?: WindowSpec;
+      readonly store?: string;
     };
 
 /** One node as the builder recorded it; `index` is the creation order, which is also a topological order. */

@@ -81,6 +81,7 @@ function upstreamWindow(nodes: readonly NodeDef[], index: number): WindowSpec | 
   for (let node = nodes[index]; node !== undefined; node = nodes[node.parents[0] ?? -1]) {
     const spec = node.spec;
     if (spec.kind === 'aggregate') return spec.window ?? spec.session;
+    if (spec.kind === 'cogroup') return spec.window;
     if (spec.kind !== 'tableFilter' && spec.kind !== 'tableMapValues' && spec.kind !== 'suppress') return undefined;
   }
   return undefined;

@@ -6,6 +6,9 @@ import { Stream } from './stream.ts';
 import { GlobalTable, Table } from './table.ts';
 // Defines Table.groupBy (a module augmentation, as stream.ts defines Table.toStream).
 import './grouped-tables.ts';
+// Defines Stream.repartition and GroupedStream.cogroup (module augmentations, as above).
+import './repartition.ts';
+import './cogroup.ts';
 
 /** Lets loadTopology recognise a builder even if it came from another copy of this module. */
 export const TOPOLOGY_BUILDER_BRAND: unique symbol = Symbol.for('onceflow.TopologyBuilder') as never;

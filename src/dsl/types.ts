@@ -18,10 +18,12 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = Object.freeze({ maxAttempts: 3,
 
 /**
  * Tumbling and hopping windows on event time. A window `[start, start + sizeMs)` closes once
- * stream time reaches `start + sizeMs + graceMs`; records for closed windows are late.
+ * stream time reaches `start + sizeMs + graceMs`; records for closed windows are late. A sliding
+ * window (sliding-windows.ts) is `[start, start + sizeMs]`, both ends included, and closes once
+ * stream time passes `start + sizeMs + graceMs`.
  */
 export interface WindowSpec {
-  readonly type: 'tumbling' | 'hopping';
+  readonly type: 'tumbling' | 'hopping' | 'sliding';
   readonly sizeMs: number;
   readonly advanceMs: number;
   readonly graceMs: number;

@@ -29,7 +29,8 @@ import type { CoPartitionGroup, CompileOptions, CompiledGlobalTable, CompiledNod
 
 const NAME_RE = /^[a-zA-Z0-9._-]{1,249}$/;
 
-const JOIN_KINDS: ReadonlySet<StageKind> = new Set(['streamTableJoin', 'tableTableJoin', 'streamStreamJoin']);
+/** Stages whose inputs meet by key in one task: a join's sides, a cogroup's grouped streams. */
+const JOIN_KINDS: ReadonlySet<StageKind> = new Set(['streamTableJoin', 'tableTableJoin', 'streamStreamJoin', 'cogroup']);
 
 function isAsyncFunction(fn: unknown): boolean {
   return typeof fn === 'function' && (fn as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag] === 'AsyncFunction';
@@ -102,9 +103,11 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
     return serde;
   };
   /** Re-keyed records must go through Kafka so that each key lands in one task before a stateful stage. */
-  const repartition = (stateful: WorkNode, parent: WorkNode, storeName: string, keySerde: Serde<unknown>, valueSerde: Serde<unknown>, order: number): WorkNode => {
+  const pinnedPartitions = new Map<string, number>();
+  const repartition = (stateful: WorkNode, parent: WorkNode, storeName: string, keySerde: Serde<unknown>, valueSerde: Serde<unknown>, order: number, partitions?: number): WorkNode => {
     const topic = `${appId}-${storeName}-repartition`;
     checkTopic(topic, stateful.name);
+    if (partitions !== undefined) pinnedPartitions.set(topic, partitions);
     const sink: WorkNode = { name: `${storeName}-repartition-sink`, kind: 'repartitionSink', spec: { kind: 'sink', topic }, order: order - 0.6, parents: [parent], stores: [], topic, keySerde, valueSerde, keyChanged: false, keyless: false, sub: -1 };
     const source: WorkNode = { name: `${storeName}-repartition-source`, kind: 'repartitionSource', spec: { kind: 'source', topic }, order: order - 0.4, parents: [], stores: [], topic, keySerde, valueSerde, keyChanged: false, keyless: false, sub: -1 };
     claimName(sink.name);
@@ -147,7 +150,7 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
       checkPolicy,
       addStore: (store, kind, keySerde, valueSerde, window, sourceTopic) => addStore(node, store, kind, keySerde, valueSerde, window, sourceTopic),
       requireSerde: (serde, what, hint) => requireSerde(serde, what, hint, name),
-      repartition: (parent, store, keySerde, valueSerde) => repartition(node, parent, store, keySerde, valueSerde, def.index),
+      repartition: (parent, store, keySerde, valueSerde, partitions) => repartition(node, parent, store, keySerde, valueSerde, def.index, partitions),
       storeName: (given) => given ?? def.userName ?? `${autoName(spec.kind, def.index).replace(/-(\d{10})$/, '-STATE-STORE-$1')}`,
       requireTable: (n) => {
         if (!isTable(n)) throw new JoinInputNotTableError(n.spec.kind === 'aggregate' ? 'windowed aggregate' : `${n.kind} stream`, loc(name));
@@ -236,7 +239,7 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
   for (const n of compiledNodes) if (n.kind === 'source') addTopic({ name: n.topic!, kind: 'source', internal: false, cleanupPolicy: 'delete' });
   for (const g of globalTables) addTopic({ name: g.topic, kind: 'source', internal: false, cleanupPolicy: 'delete' });
   for (const n of compiledNodes) if (n.kind === 'sink') addTopic({ name: n.topic!, kind: 'sink', internal: false, cleanupPolicy: 'delete' });
-  for (const n of compiledNodes) if (n.kind === 'repartitionSource') addTopic({ name: n.topic!, kind: 'repartition', internal: true, cleanupPolicy: 'delete', config: internalTopicConfig('repartition'), subtopology: n.subtopology });
+  for (const n of compiledNodes) if (n.kind === 'repartitionSource') addTopic({ name: n.topic!, kind: 'repartition', internal: true, cleanupPolicy: 'delete', config: internalTopicConfig('repartition'), subtopology: n.subtopology, ...(pinnedPartitions.has(n.topic!) ? { partitions: pinnedPartitions.get(n.topic!)! } : {}) });
   for (const s of finalStores) if (!s.sourceTopicChangelog) addTopic({ name: s.changelogTopic, kind: 'changelog', internal: true, cleanupPolicy: 'compact', config: internalTopicConfig('changelog'), subtopology: s.subtopology });
   const ownDeadLetterTopic = bopts.deadLetterTopic === undefined;
   addTopic({ name: deadLetterTopic, kind: 'dead-letter', internal: ownDeadLetterTopic, cleanupPolicy: 'delete', ...(ownDeadLetterTopic ? { config: internalTopicConfig('dead-letter') } : {}) });

@@ -135,6 +135,8 @@ export class CompiledTopology implements TaskPlan {
       counts.set(t.name, c);
     }
     const tasks = new Map<number, number>();
+    // a stream.repartition({ partitions }) topic has the count it was given, whatever its writer and reader have
+    const pinned = new Map(this.topics.filter((t) => t.kind === 'repartition' && t.partitions !== undefined).map((t) => [t.name, t.partitions!] as const));
     // the topic graph is acyclic, so as many passes as sub-topologies reach the fixpoint
     for (let pass = 0; pass <= this.subtopologies.length; pass++) {
       for (const sub of this.subtopologies) {
@@ -149,7 +151,7 @@ export class CompiledTopology implements TaskPlan {
           // a join's repartitioned side takes the partition count of the topics it is joined with
           const joined = this.copartitionGroups.find((g) => g.subtopology === reader)?.topics.filter((t) => external.has(t));
           const fixed = joined !== undefined && joined.length > 0 ? Math.max(...joined.map((t) => counts.get(t)!)) : undefined;
-          counts.set(node.topic!, fixed ?? Math.max(tasks.get(sub.id) ?? 0, tasks.get(reader) ?? 0));
+          counts.set(node.topic!, pinned.get(node.topic!) ?? fixed ?? Math.max(tasks.get(sub.id) ?? 0, tasks.get(reader) ?? 0));
         }
       }
     }

@@ -36,7 +36,7 @@ export const TABLE_KINDS: ReadonlySet<StageKind> = new Set(['toTable', 'tableFil
 
 /** A stage whose rows can be read by key: a table (a windowed aggregate's rows are per window, not per key). */
 export function isTable(n: WorkNode): boolean {
-  return TABLE_KINDS.has(n.kind) || (n.spec.kind === 'aggregate' && n.spec.window === undefined && n.spec.session === undefined);
+  return TABLE_KINDS.has(n.kind) || (n.spec.kind === 'aggregate' && n.spec.window === undefined && n.spec.session === undefined) || (n.spec.kind === 'cogroup' && n.spec.window === undefined);
 }
 
 export function autoName(kind: StageKind, index: number): string {
@@ -63,8 +63,11 @@ export interface StageCompile {
   /** `sourceTopic`: a table read straight from a topic uses that topic as its changelog. */
   addStore(name: string, kind: StoreKind, keySerde: Serde<unknown>, valueSerde: Serde<unknown>, window?: WindowSpec | SessionWindowSpec, sourceTopic?: string): void;
   requireSerde<T>(serde: Serde<T> | undefined, what: string, hint: string): Serde<T>;
-  /** Re-keyed records go through Kafka first, so that each key lands in one task before a stateful stage; returns the repartition topic's source node. */
-  repartition(parent: WorkNode, storeName: string, keySerde: Serde<unknown>, valueSerde: Serde<unknown>): WorkNode;
+  /**
+   * Re-keyed records go through Kafka first, so that each key lands in one task before a stateful stage;
+   * returns the repartition topic's source node. `partitions` pins the topic's partition count.
+   */
+  repartition(parent: WorkNode, storeName: string, keySerde: Serde<unknown>, valueSerde: Serde<unknown>, partitions?: number): WorkNode;
   /** The stage's store name: the one given, else the stage's own name, else one derived from its position. */
   storeName(given: string | undefined): string;
   requireTable(n: WorkNode): WorkNode;

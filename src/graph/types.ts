@@ -15,7 +15,7 @@ export interface TopicRequirement {
   readonly cleanupPolicy: 'delete' | 'compact';
   /** For internal topics: the topic configs they are created with (internal-topic-configs.ts). */
   readonly config?: Readonly<Record<string, string>>;
-  /** Set by `resolvePartitions`; at compile time unknown for every topic. */
+  /** Set by `resolvePartitions`; at compile time known only for a `stream.repartition({ partitions })` topic. */
   readonly partitions?: number;
   /**
    * For repartition topics: the sub-topology that reads them; for changelogs: the one that owns the

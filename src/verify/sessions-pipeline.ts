@@ -12,7 +12,7 @@ interface ClickLike {
   at: number;
 }
 
-function parseClick(r: IncomingRecord): ClickLike | undefined {
+export function parseClick(r: IncomingRecord): ClickLike | undefined {
   try {
     const v = JSON.parse(r.value?.toString() ?? 'null') as ClickLike | null;
     return v && typeof v.user === 'string' && typeof v.at === 'number' ? v : undefined;
@@ -56,17 +56,22 @@ function run(inputs: readonly IncomingRecord[]): { producers: IncomingRecord[]; 
   return { producers, final };
 }
 
-/** The output key `<user><start: int64 BE><end: int64 BE>` as `user@start-end`. */
-function readSession(r: IncomingRecord): { key: string; value: string } {
+/** The output key `<user><start: int64 BE><end: int64 BE>` (a windowed key) as `user@start-end`. */
+export function readSession(r: IncomingRecord): { key: string; value: string } {
   const k = r.key ?? Buffer.alloc(16);
   const at = k.length - 16;
   const key = `${k.subarray(0, at).toString('utf8')}@${Number(k.readBigInt64BE(at))}-${Number(k.readBigInt64BE(at + 8))}`;
   return { key, value: r.value === null ? 'null' : String(JSON.parse(r.value.toString())) };
 }
 
-export function sessionsModel(): ExpectationModel {
+/**
+ * The model of a topology that counts clicks per user and window (sessions, sliding windows): `run`
+ * gives the clicks that produce output and the last value of each window; a poison record must be
+ * dead-lettered, so it traces back too.
+ */
+export function clickWindowsModel(name: string, run: (inputs: readonly IncomingRecord[]) => { producers: IncomingRecord[]; final: Map<string, string> }): ExpectationModel {
   return {
-    name: 'sessions: clicks per user session (gap 30, grace 10), merged-away sessions deleted',
+    name,
     expectedProducers: (inputs) => {
       const ids = new Set(run(inputs).producers.map(recordId));
       for (const r of inputs) if (!parseClick(r)) ids.add(recordId(r));
@@ -75,6 +80,10 @@ export function sessionsModel(): ExpectationModel {
     expectedFinal: (inputs) => run(inputs).final,
     readOutput: readSession,
   };
+}
+
+export function sessionsModel(): ExpectationModel {
+  return clickWindowsModel('sessions: clicks per user session (gap 30, grace 10), merged-away sessions deleted', run);
 }
 
 /**

@@ -4,5 +4,7 @@ import { JOIN_STAGES } from './joins.ts';
 import { STATEFUL_STAGES } from './stateful.ts';
 import { STREAM_STAGES } from './streams.ts';
 import { TABLE_STAGES } from './tables.ts';
+import { REPARTITION_STAGES } from './repartition.ts';
+import { COGROUP_STAGES } from './cogroup.ts';
 
-export const STAGE_COMPILERS: StageCompilers = { ...STREAM_STAGES, ...TABLE_STAGES, ...JOIN_STAGES, ...STATEFUL_STAGES };
+export const STAGE_COMPILERS: StageCompilers = { ...STREAM_STAGES, ...TABLE_STAGES, ...JOIN_STAGES, ...STATEFUL_STAGES, ...REPARTITION_STAGES, ...COGROUP_STAGES };

@@ -3,8 +3,18 @@
 import type { Serde } from '../../serdes/serde.ts';
 import { stringSerde } from '../../serdes/basic.ts';
 import { countSerde } from '../../state/internal-serdes.ts';
-import { InvalidStageOptionError, InvalidWindowError, StatefulWithoutKeyError } from '../errors.ts';
+import { slidingWindowValueSerde } from '../../state/sliding-window.ts';
+import type { WindowSpec } from '../../dsl/types.ts';
+import { InvalidStageOptionError, InvalidWindowError, StatefulWithoutKeyError, type TopologyErrorLocation } from '../errors.ts';
 import { isTable, type StageCompilers } from '../stage-compile.ts';
+
+/** A tumbling, hopping or sliding window's sizes (a sliding window's size is its time difference). */
+export function checkWindow(w: WindowSpec, loc: TopologyErrorLocation): void {
+  const size = w.type === 'sliding' ? 'time difference' : 'size';
+  if (!(Number.isFinite(w.sizeMs) && w.sizeMs > 0)) throw new InvalidWindowError(`${size} must be a positive number of milliseconds, got ${w.sizeMs}`, loc);
+  if (!(Number.isFinite(w.graceMs) && w.graceMs >= 0)) throw new InvalidWindowError(`grace must be zero or positive, got ${w.graceMs}`, loc);
+  if (!(Number.isFinite(w.advanceMs) && w.advanceMs > 0 && w.advanceMs <= w.sizeMs)) throw new InvalidWindowError(`advance must be positive and at most the size (${w.sizeMs}), got ${w.advanceMs}`, loc);
+}
 
 export const STATEFUL_STAGES: StageCompilers = {
   dedupe: (s, spec) => {
@@ -33,11 +43,7 @@ export const STATEFUL_STAGES: StageCompilers = {
       if (!(Number.isFinite(session.inactivityGapMs) && session.inactivityGapMs > 0)) throw new InvalidWindowError(`session inactivity gap must be a positive number of milliseconds, got ${session.inactivityGapMs}`, loc);
       if (!(Number.isFinite(session.graceMs) && session.graceMs >= 0)) throw new InvalidWindowError(`grace must be zero or positive, got ${session.graceMs}`, loc);
     }
-    if (w) {
-      if (!(Number.isFinite(w.sizeMs) && w.sizeMs > 0)) throw new InvalidWindowError(`size must be a positive number of milliseconds, got ${w.sizeMs}`, loc);
-      if (!(Number.isFinite(w.graceMs) && w.graceMs >= 0)) throw new InvalidWindowError(`grace must be zero or positive, got ${w.graceMs}`, loc);
-      if (!(Number.isFinite(w.advanceMs) && w.advanceMs > 0 && w.advanceMs <= w.sizeMs)) throw new InvalidWindowError(`advance must be positive and at most the size (${w.sizeMs}), got ${w.advanceMs}`, loc);
-    }
+    if (w) checkWindow(w, loc);
     const store = s.storeName(spec.store);
     const key = s.requireSerde(spec.groupKeySerde, `the grouping key of ${spec.mode}`, 'pass { key } to groupBy/groupByKey or give the stream a key serde');
     const state = s.requireSerde(spec.stateSerde, `the state of ${spec.mode}`, spec.mode === 'reduce' ? 'pass reduce(fn, { state }); the stream lost its value serde' : 'pass aggregate(init, fn, { state })');
@@ -47,13 +53,14 @@ export const STATEFUL_STAGES: StageCompilers = {
     }
     s.node.keyChanged = false;
     s.node.keyless = false;
-    s.addStore(store, session ? 'session' : w ? 'window' : 'key-value', key, state, session ?? w);
+    // A sliding window store keeps each window's latest record time beside its aggregate.
+    s.addStore(store, session ? 'session' : w ? 'window' : 'key-value', key, w?.type === 'sliding' ? slidingWindowValueSerde(state) : state, session ?? w);
   },
   suppress: (s, spec) => {
     const parent = s.parents[0]!;
     const loc = s.loc(s.name);
     const b = spec.suppress;
-    if (!(isTable(parent) || parent.kind === 'aggregate' || parent.kind === 'suppress')) throw new InvalidStageOptionError(`suppress follows a table (an aggregate, or filter/mapValues of one), not a ${parent.kind} stream`, loc);
+    if (!(isTable(parent) || parent.kind === 'aggregate' || parent.kind === 'cogroup' || parent.kind === 'suppress')) throw new InvalidStageOptionError(`suppress follows a table (an aggregate, or filter/mapValues of one), not a ${parent.kind} stream`, loc);
     if (b.until === 'window-closes' && spec.window === undefined) throw new InvalidStageOptionError('Suppressed.untilWindowCloses() needs a windowed aggregate upstream (windowedBy(...) then aggregate/reduce/count)', loc);
     if (b.until === 'time-limit' && !(Number.isFinite(b.timeLimitMs) && b.timeLimitMs > 0)) throw new InvalidStageOptionError(`Suppressed.untilTimeLimit needs a positive number of milliseconds, got ${b.timeLimitMs}`, loc);
     if (!(Number.isInteger(b.maxRecords) && b.maxRecords > 0) || !(Number.isInteger(b.maxBytes) && b.maxBytes > 0)) throw new InvalidStageOptionError(`suppress buffer bounds must be positive integers, got maxRecords ${b.maxRecords}, maxBytes ${b.maxBytes}`, loc);

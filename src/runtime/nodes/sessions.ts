@@ -6,6 +6,7 @@ import { sessionCloseTime, type SessionWindowSpec } from '../../dsl/session-wind
 import { DeadlineHeap } from '../../state/heap.ts';
 import { mapKey } from '../../state/store.ts';
 import { sessionStoreKey, splitSessionStoreKey } from '../../state/session.ts';
+import { WindowsByKey } from '../../state/windows-by-key.ts';
 import { dropLateRecord, StatefulNode } from './stateful.ts';
 import type { Spec } from './runtime-node.ts';
 import type { Step } from './step.ts';
@@ -21,36 +22,25 @@ export class SessionAggregateNode extends StatefulNode {
   readonly #w: SessionWindowSpec = (this.node.spec as Spec<'aggregate'>).session!;
   readonly #merge = (this.node.spec as Spec<'aggregate'>).merger!;
   /** Open sessions per key (latin1 of its bytes), rebuilt from the store after a rollback or a failed record. */
-  readonly #byKey = new Map<string, Session[]>();
+  readonly #byKey = new WindowsByKey<Session>();
   readonly #closing = new DeadlineHeap<Buffer>();
-  #indexed = false;
 
-  override reset(): void {
-    this.#indexed = false;
-  }
-
-  #index(): void {
-    if (this.#indexed) return;
+  protected override rebuildIndex(): void {
     this.#byKey.clear();
     this.#closing.clear();
     for (const [k] of this.store.entries()) {
       const { inner, start, end } = splitSessionStoreKey(k);
       this.#add(mapKey(inner), { start, end, storeKey: k });
     }
-    this.#indexed = true;
   }
 
   #add(key: string, session: Session): void {
-    (this.#byKey.get(key) ?? this.#byKey.set(key, []).get(key)!).push(session);
+    this.#byKey.add(key, session);
     this.#closing.push(sessionCloseTime(session.end, this.#w), session.storeKey);
   }
 
   #remove(key: string, storeKey: Buffer): void {
-    const sessions = this.#byKey.get(key);
-    if (sessions === undefined) return;
-    const at = sessions.findIndex((s) => s.storeKey.equals(storeKey));
-    if (at >= 0) sessions.splice(at, 1);
-    if (sessions.length === 0) this.#byKey.delete(key);
+    this.#byKey.remove(key, storeKey);
   }
 
   #decode(bytes: Buffer): unknown {
@@ -58,11 +48,8 @@ export class SessionAggregateNode extends StatefulNode {
   }
 
   protected apply(key: unknown, value: unknown): Step {
-    if (key === null || key === undefined) {
-      this.task.metrics.nullKeysDropped++;
-      return;
-    }
-    this.#index();
+    if (this.dropsNullKey(key)) return;
+    this.ensureIndexed();
     const t = this.task.timestamp;
     const { inactivityGapMs: gap, graceMs } = this.#w;
     if (t + graceMs < this.task.streamTime) {
@@ -71,7 +58,7 @@ export class SessionAggregateNode extends StatefulNode {
     }
     const kb = this.keyBytes(key);
     const mk = mapKey(kb);
-    const merged = (this.#byKey.get(mk) ?? []).filter((s) => s.start - gap <= t && t <= s.end + gap);
+    const merged = this.#byKey.of(mk).filter((s) => s.start - gap <= t && t <= s.end + gap);
     let start = t;
     let end = t;
     // merge first, then add the record, as Kafka Streams does; all computed before any write, so a throwing function leaves nothing half-done
@@ -106,7 +93,7 @@ export class SessionAggregateNode extends StatefulNode {
   /** Closed sessions leave the store (nothing can change them any more); with emitFinal they are emitted now. */
   override fireStreamTime(): Step {
     return this.closeDue(
-      () => this.#index(),
+      () => this.ensureIndexed(),
       this.#closing,
       this.#w.emitFinal,
       (storeKey) => {

@@ -29,6 +29,28 @@ export abstract class StatefulNode extends RuntimeNode {
     this.valueCtx = { topic: storeSpec.changelogTopic, role: 'value' };
   }
 
+  #indexed = false;
+
+  override reset(): void {
+    this.#indexed = false;
+  }
+
+  /** Builds the node's in-memory index of its store (rebuildIndex) on first use after a reset: a rollback or a failed record. */
+  protected ensureIndexed(): void {
+    if (this.#indexed) return;
+    this.rebuildIndex();
+    this.#indexed = true;
+  }
+
+  protected rebuildIndex(): void {}
+
+  /** A null key has no state to go to: the record is dropped and counted, as Kafka Streams does. */
+  protected dropsNullKey(key: unknown): boolean {
+    if (key !== null && key !== undefined) return false;
+    this.task.metrics.nullKeysDropped++;
+    return true;
+  }
+
   protected keyBytes(key: unknown): Buffer {
     return this.storeSpec.keySerde.serialize(key, this.keyCtx) ?? Buffer.alloc(0);
   }
@@ -128,9 +150,22 @@ export class LatestByVersionNode extends StatefulNode {
   }
 }
 
+/** What an aggregate node applies to its store: the stage's own, or one input's of a cogroup. */
+export interface Aggregation {
+  readonly init: () => unknown;
+  readonly fn: (key: unknown, value: unknown, agg: unknown) => unknown;
+}
+
 export class AggregateNode extends StatefulNode {
-  readonly #spec = this.node.spec as Spec<'aggregate'>;
-  readonly cache: RecordCache | undefined = this.task.env.cache && new RecordCache(this.task.env.cache.budget, this.task.env.cache.maxRecords);
+  readonly #spec: Aggregation;
+  readonly cache: RecordCache | undefined;
+
+  /** `cache`: one shared with the other inputs of a cogroup, so that a key's latest update is the one released. */
+  constructor(task: TaskState, node: CompiledNode, store: TransactionalStore, storeSpec: CompiledStore, aggregation: Aggregation = node.spec as Spec<'aggregate'>, cache?: RecordCache) {
+    super(task, node, store, storeSpec);
+    this.#spec = aggregation;
+    this.cache = cache ?? (task.env.cache && new RecordCache(task.env.cache.budget, task.env.cache.maxRecords));
+  }
 
   readonly #decode = (bytes: Buffer): unknown => this.storeSpec.valueSerde.deserialize(bytes, this.valueCtx);
 
@@ -180,11 +215,16 @@ export class AggregateNode extends StatefulNode {
 }
 
 export class WindowedAggregateNode extends StatefulNode {
-  readonly #spec = this.node.spec as Spec<'aggregate'>;
-  readonly #w: WindowSpec = (this.node.spec as Spec<'aggregate'>).window!;
+  readonly #spec: Aggregation;
+  readonly #w: WindowSpec = this.storeSpec.window!;
   readonly #heap = new DeadlineHeap<Buffer>();
   readonly #starts: number[] = [];
   #indexed = false;
+
+  constructor(task: TaskState, node: CompiledNode, store: TransactionalStore, storeSpec: CompiledStore, aggregation: Aggregation = node.spec as Spec<'aggregate'>) {
+    super(task, node, store, storeSpec);
+    this.#spec = aggregation;
+  }
 
   override reset(): void {
     this.#indexed = false;

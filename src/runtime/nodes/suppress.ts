@@ -3,6 +3,7 @@
 // passes; so a crash neither loses nor repeats what was held back.
 import type { Windowed } from '../../core/windowed.ts';
 import { sessionCloseTime } from '../../dsl/session-windows.ts';
+import { windowCloseTime } from '../../dsl/sliding-windows.ts';
 import type { SuppressSpec } from '../../dsl/suppress.ts';
 import { DeadlineHeap } from '../../state/heap.ts';
 import { StatefulNode } from './stateful.ts';
@@ -62,7 +63,7 @@ export class SuppressNode extends StatefulNode {
     if (this.#s.until === 'time-limit') return this.task.timestamp + this.#s.timeLimitMs;
     const w = this.#spec.window!;
     const end = (key as Windowed<unknown>).end;
-    return w.type === 'session' ? sessionCloseTime(end, w) : end + w.graceMs;
+    return w.type === 'session' ? sessionCloseTime(end, w) : windowCloseTime(end, w);
   }
 
   protected apply(key: unknown, value: unknown): Step {
