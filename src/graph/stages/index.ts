@@ -4,5 +4,6 @@ import { JOIN_STAGES } from './joins.ts';
 import { STATEFUL_STAGES } from './stateful.ts';
 import { STREAM_STAGES } from './streams.ts';
 import { TABLE_STAGES } from './tables.ts';
+import { FOREIGN_KEY_JOIN_STAGES } from './foreign-key-joins.ts';
 
-export const STAGE_COMPILERS: StageCompilers = { ...STREAM_STAGES, ...TABLE_STAGES, ...JOIN_STAGES, ...STATEFUL_STAGES };
+export const STAGE_COMPILERS: StageCompilers = { ...STREAM_STAGES, ...TABLE_STAGES, ...JOIN_STAGES, ...STATEFUL_STAGES, ...FOREIGN_KEY_JOIN_STAGES };

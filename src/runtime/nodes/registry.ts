@@ -13,9 +13,10 @@ import { DEDUPE_AND_VERSION_NODES } from './stateful.ts';
 import { STATELESS_NODES } from './stateless.ts';
 import { SUPPRESS_NODES } from './suppress.ts';
 import { rowsOf, TABLE_NODES } from './tables.ts';
+import { FOREIGN_KEY_JOIN_NODES } from './foreign-key-joins.ts';
 import type { RuntimeNode } from './runtime-node.ts';
 
-const FACTORIES = { ...STATELESS_NODES, ...DEDUPE_AND_VERSION_NODES, ...AGGREGATE_NODES, ...TABLE_NODES, ...JOIN_NODES, ...SUPPRESS_NODES, ...PROCESS_NODES } satisfies Record<StageKind, NodeFactory>;
+const FACTORIES = { ...STATELESS_NODES, ...DEDUPE_AND_VERSION_NODES, ...AGGREGATE_NODES, ...TABLE_NODES, ...JOIN_NODES, ...SUPPRESS_NODES, ...PROCESS_NODES, ...FOREIGN_KEY_JOIN_NODES } satisfies Record<StageKind, NodeFactory>;
 
 type StoreOf = (name: string) => { store: TransactionalStore; spec: CompiledStore };
 
