@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TopologyBuilder } from '../../src/dsl/topology-builder.ts';
 import { compile } from '../../src/graph/index.ts';
-import { MissingSerdeError } from '../../src/graph/errors.ts';
+import { JoinInputNotTableError, MissingSerdeError, SinkToOwnSourceError } from '../../src/graph/errors.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 import { TopologyTestDriver, type TestDriverOptions } from '../../src/testing/test-driver.ts';
 import { enrich, orderCustomersTopology, type CustomerOrder, type EnrichedOrder, type OrderCustomer } from '../../topology/order-customers.ts';
@@ -195,4 +195,21 @@ test('compile: a foreign-key join needs the value serde of both tables (answers 
   const customers = app.table('customers', { key: stringSerde, value: jsonSerde<OrderCustomer>() });
   orders.join(customers, (o) => o.customerId, (_k, o) => o.amount).toStream().to('out', { value: jsonSerde<number>() });
   assert.throws(() => compile(app), MissingSerdeError);
+});
+
+test('compile: a table joined with itself by a foreign key is refused (its subscriptions would come back to the sub-topology that sent them); the unmaterialized result is not a table to filter', () => {
+  const self = new TopologyBuilder({ appId: 'self-fk' });
+  const employees = self.table('employees', { key: stringSerde, value: jsonSerde<{ manager: string }>() });
+  employees.join(employees, (e) => e.manager, (_k, e) => e.manager).toStream().to('out', { value: jsonSerde<string>() });
+  assert.throws(() => compile(self), SinkToOwnSourceError);
+
+  const app = new TopologyBuilder({ appId: 'filtered-fk' });
+  const orders = app.table('orders', { key: stringSerde, value: jsonSerde<CustomerOrder>() });
+  const customers = app.table('customers', { key: stringSerde, value: jsonSerde<OrderCustomer>() });
+  orders
+    .join(customers, (o) => o.customerId, (_k, o) => o.amount)
+    .filter((_k, amount) => amount > 10)
+    .toStream()
+    .to('out', { value: jsonSerde<number>() });
+  assert.throws(() => compile(app), JoinInputNotTableError);
 });
