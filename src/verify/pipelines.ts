@@ -3,6 +3,7 @@ import { ordersInput, prng, type InputRecord } from './orders-input.ts';
 import { recordId, type ExpectationModel } from './verify.ts';
 import { sessionsInput, sessionsModel } from './sessions-pipeline.ts';
 import { heartbeatsModel } from './heartbeats-pipeline.ts';
+import { foreignKeyInput, foreignKeyModel } from './foreign-key-pipeline.ts';
 
 /**
  * The example topologies the chaos harness, the demo and the benchmarks run, each with an
@@ -18,7 +19,7 @@ export interface Pipeline {
   readonly model: ExpectationModel;
 }
 
-export type PipelineName = 'orders' | 'word-count' | 'enrichment' | 'sessions' | 'heartbeats';
+export type PipelineName = 'orders' | 'word-count' | 'enrichment' | 'sessions' | 'heartbeats' | 'foreign-key';
 
 interface OrderLike {
   eventId: string;
@@ -218,5 +219,12 @@ export const pipelines: Record<PipelineName, Pipeline> = {
       }));
     },
     model: wordCountModel(),
+  },
+  'foreign-key': {
+    name: 'foreign-key',
+    file: 'topology/order-customer-events.ts',
+    env: (input, output) => ({ ONCEFLOW_FK_EVENTS_INPUT: input, ONCEFLOW_FK_EVENTS_OUTPUT: output }),
+    input: foreignKeyInput,
+    model: foreignKeyModel(),
   },
 };
