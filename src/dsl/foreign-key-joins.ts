@@ -36,7 +36,7 @@ export function recordForeignKeyJoin(sides: ForeignKeyJoinSides, request: Foreig
   const serdes = { ...leftKey, ...(right.keySerde ? { foreignKeySerde: right.keySerde } : {}) };
   const subscribe: StageSpec = { kind: 'fkSubscribe', mode: request.mode, base, foreignKey: request.foreignKey, ...serdes, ...leftValue };
   const subscribeIndex = builder.addNode(subscribe, [left.nodeIndex], request.name === undefined ? undefined : `${base}-subscription-registration`, right.keySerde as AnySerde | undefined, undefined);
-  const answer: StageSpec = { kind: 'fkSubscriptionJoin', base, ...serdes, ...rightValue };
+  const answer: StageSpec = { kind: 'fkSubscriptionJoin', base, ...serdes, ...leftValue, ...rightValue };
   const answerIndex = builder.addNode(answer, [subscribeIndex, right.nodeIndex], request.name === undefined ? undefined : `${base}-subscription-processor`, left.keySerde as AnySerde | undefined, undefined);
   const result: StageSpec = {
     kind: 'fkResponseJoin',

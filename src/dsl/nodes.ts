@@ -253,7 +253,15 @@ export type ForeignKeyJoinSpec =
       readonly leftValueSerde?: Serde<unknown>;
       readonly foreignKeySerde?: Serde<unknown>;
     }
-  | { readonly kind: 'fkSubscriptionJoin'; readonly base: string; readonly leftKeySerde?: Serde<unknown>; readonly foreignKeySerde?: Serde<unknown>; readonly rightValueSerde?: Serde<unknown> }
+  | {
+      readonly kind: 'fkSubscriptionJoin';
+      readonly base: string;
+      readonly leftKeySerde?: Serde<unknown>;
+      /** Prepared (a registry serde's schema registered) where the join hashes left values: both its ends use it. */
+      readonly leftValueSerde?: Serde<unknown>;
+      readonly foreignKeySerde?: Serde<unknown>;
+      readonly rightValueSerde?: Serde<unknown>;
+    }
   | {
       readonly kind: 'fkResponseJoin';
       readonly mode: 'inner' | 'left';

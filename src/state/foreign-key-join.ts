@@ -62,22 +62,35 @@ function encode(serde: Serde<unknown>, value: unknown, ctx: SerdeContext): Buffe
   return serde.serialize(value, ctx) ?? Buffer.alloc(0);
 }
 
-/** A serde around inner ones: their start-up work and their lookups of unknown schemas are passed on. */
-function envelope<T>(name: string, inners: readonly Serde<unknown>[], serialize: Serde<T>['serialize'], deserialize: Serde<T>['deserialize']): Serde<T> {
-  const prepares = inners.filter((s) => s.prepare !== undefined);
+/**
+ * Where left values are encoded to be hashed: a topic of its own, as Kafka Streams' hash pseudo-topic,
+ * so that a schema-registry serde registers the left value under no real topic's subject.
+ */
+export const hashContext = (joinName: string): SerdeContext => ({ topic: `${joinName}-fk-join-hash-pseudo-topic`, role: 'value' });
+
+/** An inner serde and, when it is not the envelope's own, the context it is used in. */
+type Inner = Serde<unknown> | { readonly serde: Serde<unknown>; readonly ctx: SerdeContext };
+
+/** A serde around inner ones: their start-up work (a registry serde's schema registration) is passed on. */
+function envelope<T>(name: string, inners: readonly Inner[], serialize: Serde<T>['serialize'], deserialize: Serde<T>['deserialize']): Serde<T> {
+  const prepares = inners.map((inner) => ('serde' in inner ? inner : { serde: inner, ctx: undefined })).filter((inner) => inner.serde.prepare !== undefined);
   return {
     name,
     serialize,
     deserialize,
-    ...(prepares.length > 0 ? { prepare: (ctx: SerdeContext, env: SerdeEnvironment) => Promise.all(prepares.map((s) => s.prepare!(ctx, env))).then(() => undefined) } : {}),
+    ...(prepares.length > 0 ? { prepare: (ctx: SerdeContext, env: SerdeEnvironment) => Promise.all(prepares.map((inner) => inner.serde.prepare!(inner.ctx ?? ctx, env))).then(() => undefined) } : {}),
   };
 }
 
-/** Layout: instruction (1 byte), hash (16 bytes), the left key encoded with the left table's key serde. */
-export function subscriptionSerde(leftKey: Serde<unknown>): Serde<Subscription> {
+/**
+ * Layout: instruction (1 byte), hash (16 bytes), the left key encoded with the left table's key serde.
+ * `hashed`: the left table's value serde, prepared in the join's hash context, where both sides of the
+ * join encode left values to hash them.
+ */
+export function subscriptionSerde(leftKey: Serde<unknown>, hashed: { readonly serde: Serde<unknown>; readonly ctx: SerdeContext }): Serde<Subscription> {
   return envelope<Subscription>(
     `fk-subscription(${leftKey.name})`,
-    [leftKey],
+    [leftKey, hashed],
     (s, ctx) => Buffer.concat([Buffer.of(INSTRUCTIONS.indexOf(s.instruction)), s.hash, encode(leftKey, s.key, ctx)]),
     (data, ctx) => {
       const instruction = INSTRUCTIONS[data?.[0] ?? -1];

@@ -3,7 +3,7 @@
 // the right table; the right table's sub-topology answers through a topic keyed by the left key,
 // co-partitioned with the left table, so the two sub-topologies feed each other (compile.ts lets
 // this one loop through: an answer never makes a subscription, so records do not go round).
-import { responseSerde, subscriptionHashSerde, subscriptionKeySerde, subscriptionSerde } from '../../state/foreign-key-join.ts';
+import { hashContext, responseSerde, subscriptionHashSerde, subscriptionKeySerde, subscriptionSerde } from '../../state/foreign-key-join.ts';
 import type { Serde } from '../../serdes/serde.ts';
 import type { StageCompile, StageCompilers } from '../stage-compile.ts';
 
@@ -31,7 +31,9 @@ export const FOREIGN_KEY_JOIN_STAGES: StageCompilers = {
     const names = foreignKeyStores(spec.base);
     const right = s.requireTable(s.parents[1]!);
     s.requireSerde(spec.rightValueSerde, 'the value of the right table of a foreign-key join (the answers carry it)', 'give the other table a value serde');
-    const subscriptions = s.repartition(s.parents[0]!, names.subscriptionTopic, foreignKey, subscriptionSerde(leftKey) as Serde<unknown>);
+    const hashed = s.requireSerde(spec.leftValueSerde, 'the value of the left table of a foreign-key join', 'give the table a value serde');
+    const subscriptionValues = subscriptionSerde(leftKey, { serde: hashed, ctx: hashContext(spec.base) });
+    const subscriptions = s.repartition(s.parents[0]!, names.subscriptionTopic, foreignKey, subscriptionValues as Serde<unknown>);
     s.checkJoinKeys(subscriptions, right);
     s.node.parents = [subscriptions, right];
     s.node.tableInputs = [right.name];

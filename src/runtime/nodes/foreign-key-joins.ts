@@ -7,19 +7,13 @@ import type { CompiledNode, CompiledStore } from '../../graph/types.ts';
 import type { Serde, SerdeContext } from '../../serdes/serde.ts';
 import { mapKey } from '../../state/store.ts';
 import type { TransactionalStore } from '../../state/transactional.ts';
-import { splitSubscriptionKey, subscriptionPrefix, valueHash, type ForeignKeyResponse, type Subscription } from '../../state/foreign-key-join.ts';
+import { hashContext, splitSubscriptionKey, subscriptionPrefix, valueHash, type ForeignKeyResponse, type Subscription } from '../../state/foreign-key-join.ts';
 import { JoinNode } from './joins.ts';
 import type { NodeFactories, RowReader } from './node-factory.ts';
 import type { Spec } from './runtime-node.ts';
 import { StatefulNode } from './stateful.ts';
 import type { Step } from './step.ts';
 import type { TaskState } from './task-state.ts';
-
-/**
- * Where left values are encoded to be hashed: a topic of its own, as Kafka Streams' hash pseudo-topic,
- * so that a schema-registry serde registers nothing under a real topic's subject.
- */
-const hashContext = (base: string): SerdeContext => ({ topic: `${base}-fk-join-hash-pseudo-topic`, role: 'value' });
 
 function leftValueHash(serde: Serde<unknown>, ctx: SerdeContext, value: unknown): Buffer {
   return valueHash(serde.serialize(value, ctx) ?? Buffer.alloc(0));
