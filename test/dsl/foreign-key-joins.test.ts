@@ -213,3 +213,21 @@ test('compile: a table joined with itself by a foreign key is refused (its subsc
     .to('out', { value: jsonSerde<number>() });
   assert.throws(() => compile(app), JoinInputNotTableError);
 });
+
+test("compile: an unnamed foreign-key join's stages, stores and topics get Kafka Streams' KTABLE-FK-JOIN names", () => {
+  const app = new TopologyBuilder({ appId: 'unnamed' });
+  const orders = app.table('orders', { key: stringSerde, value: jsonSerde<CustomerOrder>() });
+  const customers = app.table('customers', { key: stringSerde, value: jsonSerde<OrderCustomer>() });
+  orders.join(customers, (o) => o.customerId, (_k, _o, c) => c.name).toStream().to('out', { value: stringSerde });
+  const compiled = compile(app);
+  const byKind = (kind: string) => [...compiled.nodes.values()].filter((n) => n.kind === kind).map((n) => n.name);
+  assert.deepEqual(
+    [byKind('fkSubscribe'), byKind('fkSubscriptionJoin'), byKind('fkResponseJoin')],
+    [['KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000004'], ['KTABLE-FK-JOIN-SUBSCRIPTION-PROCESSOR-0000000005'], ['KTABLE-FK-JOIN-OUTPUT-0000000006']],
+  );
+  assert.deepEqual(
+    compiled.topics.filter((t) => t.kind === 'repartition').map((t) => t.name),
+    ['unnamed-KTABLE-FK-JOIN-0000000006-subscription-repartition', 'unnamed-KTABLE-FK-JOIN-0000000006-response-repartition'],
+  );
+  assert.deepEqual([...compiled.stores.keys()].filter((s) => s.includes('FK-JOIN')), ['KTABLE-FK-JOIN-0000000006-foreign-keys', 'KTABLE-FK-JOIN-0000000006-subscriptions']);
+});
