@@ -5,6 +5,16 @@
 import type { Serde } from '../serdes/serde.ts';
 import type { JoinerFn, NodeRecorder, StageSpec, ValueOnlyFn } from './nodes.ts';
 import type { AnySerde } from './serde-typing.ts';
+import type { JoinOptions } from './types.ts';
+
+export interface ForeignKeyJoinOptions<R> extends JoinOptions<R> {
+  /**
+   * Materializes the result in a key-value store of this name (changelogged, queryable), so that
+   * `filter`, `mapValues` and joins can read its rows; needs `value`. Unmaterialized, the result's
+   * updates flow on (toStream, groupBy) but it has no rows to read.
+   */
+  readonly store?: string;
+}
 
 /** The two tables as the join sees them. */
 export interface ForeignKeyJoinSides {
@@ -20,6 +30,7 @@ export interface ForeignKeyJoinRequest {
   /** The result's name (its stores and topics are named after it); defaults to one derived from its position. */
   readonly name?: string;
   readonly valueSerde?: Serde<unknown>;
+  readonly store?: string;
 }
 
 /**
@@ -28,8 +39,7 @@ export interface ForeignKeyJoinRequest {
  */
 export function recordForeignKeyJoin(sides: ForeignKeyJoinSides, request: ForeignKeyJoinRequest): number {
   const { builder, left, right } = sides;
-  const resultIndex = builder.nodes.length + 2;
-  const base = request.name ?? `KTABLE-FK-JOIN-${String(resultIndex).padStart(10, '0')}`;
+  const base = request.name ?? `KTABLE-FK-JOIN-${String(builder.nodes.length + 2).padStart(10, '0')}`;
   const leftKey = left.keySerde ? { leftKeySerde: left.keySerde } : {};
   const leftValue = left.valueSerde ? { leftValueSerde: left.valueSerde } : {};
   const rightValue = right.valueSerde ? { rightValueSerde: right.valueSerde } : {};
@@ -48,5 +58,8 @@ export function recordForeignKeyJoin(sides: ForeignKeyJoinSides, request: Foreig
     ...leftValue,
     ...rightValue,
   };
-  return builder.addNode(result, [answerIndex, left.nodeIndex], request.name, left.keySerde as AnySerde | undefined, request.valueSerde as AnySerde | undefined);
+  const resultIndex = builder.addNode(result, [answerIndex, left.nodeIndex], request.name, left.keySerde as AnySerde | undefined, request.valueSerde as AnySerde | undefined);
+  if (request.store === undefined) return resultIndex;
+  // The result's updates into a table of their own, as Kafka Streams' Materialized.as(store) on the join.
+  return builder.addNode({ kind: 'toTable', store: request.store }, [resultIndex], undefined, left.keySerde as AnySerde | undefined, request.valueSerde as AnySerde | undefined);
 }

@@ -231,3 +231,32 @@ test("compile: an unnamed foreign-key join's stages, stores and topics get Kafka
   );
   assert.deepEqual([...compiled.stores.keys()].filter((s) => s.includes('FK-JOIN')), ['KTABLE-FK-JOIN-0000000006-foreign-keys', 'KTABLE-FK-JOIN-0000000006-subscriptions']);
 });
+
+test('a materialized result (store) is a table: filter reads its rows, the store holds each order’s current result, a deleted result leaves it', () => {
+  const app = new TopologyBuilder({ appId: 'materialized' });
+  const orders = app.table('orders', { key: stringSerde, value: jsonSerde<CustomerOrder>() });
+  const customers = app.table('customers', { key: stringSerde, value: jsonSerde<OrderCustomer>() });
+  orders
+    .join(customers, (o) => o.customerId, (id, o, c) => enrich(String(id), o, c), { name: 'enriched', store: 'enriched-rows', value: jsonSerde<EnrichedOrder>() })
+    .filter((_id, e) => e.tier === 'gold')
+    .toStream()
+    .to('gold-orders', { value: jsonSerde<EnrichedOrder>({ nullable: true }) });
+  const driver = new TopologyTestDriver(app, { partitions: 2 });
+  driver.input<string, OrderCustomer>('customers').pipe('c1', customer('Ann', 'gold'));
+  driver.input<string, OrderCustomer>('customers').pipe('c2', customer('Bob'));
+  const input = driver.input<string, CustomerOrder>('orders');
+  input.pipe('o1', order('c1', 5));
+  input.pipe('o2', order('c2', 6));
+  input.pipe('o1', order('c2', 5));
+  assert.deepEqual(driver.output<string, EnrichedOrder | null>('gold-orders').readKeyValues(), [
+    ['o1', enrich('o1', order('c1', 5), customer('Ann', 'gold'))],
+    ['o2', null],
+    ['o1', null],
+  ]);
+  assert.deepEqual(driver.store<string, EnrichedOrder>('enriched-rows').entries().sort(), [
+    ['o1', enrich('o1', order('c2', 5), customer('Bob'))],
+    ['o2', enrich('o2', order('c2', 6), customer('Bob'))],
+  ]);
+  driver.input<string, OrderCustomer>('customers').pipe('c2', null);
+  assert.deepEqual(driver.store('enriched-rows').entries(), []);
+});
