@@ -31,6 +31,7 @@ export function registerChaos(program: Command): void {
     .option('--registry-url <url>', 'with --bootstrap and --format avro: the schema registry to use')
     .option('--cache-max-records <n>', "the workers' record cache: keys each aggregate holds back until the commit (0: off; default: bounded by bytes only)", intAtLeast(0))
     .addOption(new Option('--state-store <kind>', 'persistent: LMDB stores that a killed replica resumes from, with running checkpoints every second').choices(['memory', 'persistent']).default('memory'))
+    .option('--threads <n>', "the workers' processing threads (each hosts tasks with their stores; 0: all on the main thread; default: the workers' default)", intAtLeast(0))
     .option('--json <file>', 'write the result as JSON')
     .action(async (o: Record<string, string | number | boolean | undefined>) => {
       const result = await runChaos({
@@ -53,6 +54,7 @@ export function registerChaos(program: Command): void {
         eventTimeAgeMs: Number(o.eventTimeAge),
         format: o.format === 'avro' ? 'avro' : 'json',
         ...(o.cacheMaxRecords === undefined ? {} : { cacheMaxRecords: Number(o.cacheMaxRecords) }),
+        ...(o.threads === undefined ? {} : { threads: Number(o.threads) }),
         stateStore: o.stateStore === 'persistent' ? 'persistent' : 'memory',
         ...(typeof o.bootstrap === 'string' ? { bootstrap: o.bootstrap } : {}),
         ...(typeof o.registryUrl === 'string' ? { registryUrl: o.registryUrl } : {}),

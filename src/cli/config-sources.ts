@@ -32,6 +32,7 @@ const FIELD_KINDS = {
   cacheMaxRecords: 'number',
   stateStore: 'string',
   processingThread: 'boolean',
+  threads: 'number',
   stateDir: 'string',
   stateCheckpointIntervalMs: 'number',
   unsafeCommitOffsetsOutsideTransaction: 'boolean',

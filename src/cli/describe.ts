@@ -4,7 +4,7 @@ import type { CompiledTopology } from '../graph/compiled.ts';
 import type { CompiledNode } from '../graph/types.ts';
 import { STAGE_KINDS, type KeyValueFn } from '../dsl/nodes.ts';
 import { loadTopology } from '../dsl/load.ts';
-import { offloadableSubtopologies } from '../runtime/offload/offloaded-tasks.ts';
+import { hostableSubtopologies, offloadableSubtopologies } from '../runtime/offload/offloaded-tasks.ts';
 import { typecheckTopology } from './typecheck.ts';
 import { sessionJson, sessionText, timeDetails, timeDetailsText, type TimeDetails } from './describe-time.ts';
 import { eventTimeOutputs, eventTimeOutputWarning } from './describe-retention.ts';
@@ -27,6 +27,8 @@ export interface TopologyDescription {
     readonly id: number;
     /** Stateless (no store or effect): under `onceflow run` its records are decoded, processed and encoded on the processing thread. */
     readonly processingThread: boolean;
+    /** Stateful, and every stage can leave the main thread: under `onceflow run` (in-memory stores) its tasks live on a processing thread with their stores. */
+    readonly hostedOnThread: boolean;
     /** Reads several input topics and keeps state: its tasks take their inputs' records in timestamp order (maxTaskIdleMs). */
     readonly synchronizesInputs: boolean;
     readonly nodes: readonly ({
@@ -76,6 +78,8 @@ function idempotencyKeyText(fn: KeyValueFn | undefined): string {
 
 /** The note after a sub-topology's heading when the processing thread runs it. */
 const ON_PROCESSING_THREAD = 'stateless: runs on the processing thread under onceflow run';
+/** The note after a sub-topology's heading when processing threads host its tasks. */
+const HOSTED_ON_THREAD = 'stateful: its tasks and stores live on a processing thread under onceflow run (in-memory stores)';
 
 /**
  * Sub-topologies whose tasks hold back records until their inputs can go in timestamp order
@@ -89,6 +93,7 @@ const SYNCHRONIZED = 'inputs taken in timestamp order, waiting for an input that
 
 export function describeJson(c: CompiledTopology, reading?: TopicConfigReading): TopologyDescription {
   const offloadable = new Set(offloadableSubtopologies(c));
+  const hostable = new Set(hostableSubtopologies(c));
   const synchronized = synchronizedSubtopologies(c);
   return {
     appId: c.appId,
@@ -99,6 +104,7 @@ export function describeJson(c: CompiledTopology, reading?: TopicConfigReading):
     subtopologies: c.subtopologies.map((s) => ({
       id: s.id,
       processingThread: offloadable.has(s.id),
+      hostedOnThread: hostable.has(s.id),
       synchronizesInputs: synchronized.has(s.id),
       nodes: s.nodes.map((n) => ({
         name: n.name,
@@ -143,11 +149,12 @@ export function describeJson(c: CompiledTopology, reading?: TopicConfigReading):
 export function describeText(c: CompiledTopology, reading?: TopicConfigReading): string {
   const lines: string[] = [];
   const offloadable = new Set(offloadableSubtopologies(c));
+  const hostable = new Set(hostableSubtopologies(c));
   const synchronized = synchronizedSubtopologies(c);
   lines.push(`Topology: ${c.appId}${c.sourceFile !== undefined ? ` (${c.sourceFile})` : ''}`);
   lines.push('Topologies:');
   for (const s of c.subtopologies) {
-    lines.push(`   Sub-topology: ${s.id}${offloadable.has(s.id) ? ` [${ON_PROCESSING_THREAD}]` : ''}${synchronized.has(s.id) ? ` [${SYNCHRONIZED}]` : ''}`);
+    lines.push(`   Sub-topology: ${s.id}${offloadable.has(s.id) ? ` [${ON_PROCESSING_THREAD}]` : ''}${hostable.has(s.id) ? ` [${HOSTED_ON_THREAD}]` : ''}${synchronized.has(s.id) ? ` [${SYNCHRONIZED}]` : ''}`);
     for (const n of s.nodes) {
       const role = roleOf(n);
       const eos = `[${n.boundaryText}]`;
@@ -197,8 +204,9 @@ export function describeMermaid(c: CompiledTopology): string {
   const topicId = (t: string): string => topicIds.get(t) ?? topicIds.set(t, `t${topicIds.size}`).get(t)!;
   const external: string[] = [];
   const offloadable = new Set(offloadableSubtopologies(c));
+  const hostable = new Set(hostableSubtopologies(c));
   for (const s of c.subtopologies) {
-    lines.push(`  subgraph sub${s.id}["Sub-topology ${s.id}${offloadable.has(s.id) ? '<br/>processing thread' : ''}"]`);
+    lines.push(`  subgraph sub${s.id}["Sub-topology ${s.id}${offloadable.has(s.id) || hostable.has(s.id) ? '<br/>processing thread' : ''}"]`);
     for (const n of s.nodes) {
       const id = ids.get(n.name)!;
       const extra = n.stores.length > 0 ? `<br/>stores: ${n.stores.join(', ')}` : '';

@@ -1,5 +1,6 @@
 // The header names onceflow writes: a contract with readers outside the runtime (the verifier, the
 // dead-letter tools, the test driver), so each name is spelled once, here.
+import type { RecordOrigin } from './records.ts';
 
 /**
  * Stamped on every record the worker produces: the source record it stands for and its place among
@@ -26,6 +27,16 @@ export function parseLineage(value: string): Lineage | undefined {
 /** What every output of `record` carries before its own number: a source record starts the chain, a repartitioned one extends it. */
 export function lineagePrefix(record: { readonly topic: string; readonly partition: number; readonly offset: number; readonly lineage?: string | undefined }): string {
   return record.lineage !== undefined ? `${record.lineage}.` : `${record.topic}/${record.partition}/${record.offset}#`;
+}
+
+/**
+ * The lineage of the next output sent for `origin`, which it numbers on: released results ('c0', 'c1',
+ * ...) apart from what the record's own processing sent. Wherever a task runs (the main thread or a
+ * processing thread), its outputs are numbered here, so a replay numbers them the same.
+ */
+export function nextLineage(origin: RecordOrigin): string {
+  const seq = origin.released ? `c${origin.seq++}` : String(origin.seq++);
+  return (origin.lineagePrefix ??= lineagePrefix(origin.record)) + seq;
 }
 
 /** Stamped on a dead letter: why it failed, and where its record was read. */

@@ -198,7 +198,7 @@ export function attachLogging(worker: ObservedWorker, root: Logger, options: Log
         else log.warn({ event: e.type, messageMaxBytes: e.messageMaxBytes, reason: e.unknown }, "topics' max.message.bytes unknown: only the producer's limit is checked before produce");
         break;
       case 'processing-thread':
-        if (e.off === undefined) log.info({ event: e.type, subtopologies: e.subtopologies }, 'stateless sub-topologies run on the processing thread');
+        if (e.off === undefined) log.info({ event: e.type, subtopologies: e.subtopologies, hosted: e.hosted, threads: e.threads }, 'sub-topologies run on processing threads');
         else (e.failed === true ? log.warn.bind(log) : log.info.bind(log))({ event: e.type, reason: e.off }, 'every stage runs on the main thread');
         break;
       case 'topic-config-corrected':

@@ -137,6 +137,11 @@ export class TransactionalStore {
   }
 
   /** Applies one changelog record straight to committed state (restoration happens before processing). */
+  /** The open transaction's writes, each key's last (null: deleted): what a copy of committed state applies once it commits. */
+  *written(): Iterable<readonly [Buffer, Buffer | null]> {
+    for (const p of this.#buffer.values()) yield [p.key, p.value];
+  }
+
   restore(key: Buffer, value: Buffer | null): void {
     if (value === null) this.committed.delete(key);
     else this.committed.put(key, value);

@@ -293,6 +293,11 @@ export class FakeConsumer {
     return { lowOffset: 0, highOffset: this.cluster.logs.get(`${topic}-${partition}`)?.length ?? 0 };
   }
 
+  /** Changelogs the fake's producers wrote are not logs it serves: a task's restore finds them empty. */
+  queryWatermarkOffsets(topic: string, partition: number, _timeout: number, cb: (err: LibrdKafkaError | null, offsets: { lowOffset: number; highOffset: number }) => void): void {
+    setImmediate(() => cb(null, this.getWatermarkOffsets(topic, partition)));
+  }
+
   disconnect(cb: () => void): void {
     this.cluster.log('consumer.disconnect');
     setImmediate(cb);

@@ -8,7 +8,7 @@ import { customerSegmentsTopology } from '../../topology/customer-segments.ts';
 // topic names are what a running application finds its changelogs and repartition topics by.
 const SEGMENTS_TEXT = `Topology: customer-segments
 Topologies:
-   Sub-topology: 0
+   Sub-topology: 0 [stateful: its tasks and stores live on a processing thread under onceflow run (in-memory stores)]
     Source: KSTREAM-SOURCE-0000000000 (topics: [customers]) [inside the Kafka transaction]
       --> KTABLE-TOTABLE-0000000001
     Processor: KTABLE-TOTABLE-0000000001 (toTable, stores: [customers]) [inside the Kafka transaction]
@@ -21,7 +21,7 @@ Topologies:
       <-- by-segment
     Sink: segment-balances-repartition-sink (topic: customer-segments-segment-balances-repartition) [inside the Kafka transaction]
       <-- by-segment
-   Sub-topology: 1
+   Sub-topology: 1 [stateful: its tasks and stores live on a processing thread under onceflow run (in-memory stores)]
     Source: segment-counts-repartition-source (topics: [customer-segments-segment-counts-repartition]) [inside the Kafka transaction]
       --> segment-counts
     Processor: segment-counts (aggregate, stores: [segment-counts]) [inside the Kafka transaction]
@@ -32,7 +32,7 @@ Topologies:
       <-- segment-counts
     Sink: KSTREAM-SINK-0000000005 (topic: segment-counts) [inside the Kafka transaction]
       <-- KTABLE-TOSTREAM-0000000004
-   Sub-topology: 2
+   Sub-topology: 2 [stateful: its tasks and stores live on a processing thread under onceflow run (in-memory stores)]
     Source: segment-balances-repartition-source (topics: [customer-segments-segment-balances-repartition]) [inside the Kafka transaction]
       --> segment-balances
     Processor: segment-balances (aggregate, stores: [segment-balances]) [inside the Kafka transaction]

@@ -12,7 +12,7 @@ import { wordCountTopology } from '../../topology/word-count.ts';
 // applications (changelogs and repartition topics are found by name). Update only on purpose.
 const ORDERS_TEXT = `Topology: orders
 Topologies:
-   Sub-topology: 0
+   Sub-topology: 0 [stateful: its tasks and stores live on a processing thread under onceflow run (in-memory stores)]
     Source: KSTREAM-SOURCE-0000000000 (topics: [orders]) [inside the Kafka transaction]
       --> order-events-seen
     Processor: order-events-seen (dedupe, stores: [order-events-seen]) [inside the Kafka transaction]
@@ -23,7 +23,7 @@ Topologies:
       <-- order-events-seen
     Sink: order-versions-repartition-sink (topic: orders-order-versions-repartition) [inside the Kafka transaction]
       <-- KSTREAM-KEY-SELECT-0000000002
-   Sub-topology: 1
+   Sub-topology: 1 [stateful: its tasks and stores live on a processing thread under onceflow run (in-memory stores)]
     Source: order-versions-repartition-source (topics: [orders-order-versions-repartition]) [inside the Kafka transaction]
       --> order-versions
     Processor: order-versions (latestByVersion, stores: [order-versions]) [inside the Kafka transaction]
@@ -34,7 +34,7 @@ Topologies:
       <-- order-versions
     Sink: customer-paid-repartition-sink (topic: orders-customer-paid-repartition) [inside the Kafka transaction]
       <-- KSTREAM-GROUPBY-0000000004
-   Sub-topology: 2
+   Sub-topology: 2 [stateful: its tasks and stores live on a processing thread under onceflow run (in-memory stores)]
     Source: customer-paid-repartition-source (topics: [orders-customer-paid-repartition]) [inside the Kafka transaction]
       --> customer-paid
     Processor: customer-paid (aggregate, stores: [customer-paid]) [inside the Kafka transaction]
@@ -78,7 +78,7 @@ Topologies:
       <-- KSTREAM-FLATMAPVALUES-0000000001
     Sink: counts-repartition-sink (topic: word-count-counts-repartition) [inside the Kafka transaction]
       <-- KSTREAM-GROUPBY-0000000002
-   Sub-topology: 1
+   Sub-topology: 1 [stateful: its tasks and stores live on a processing thread under onceflow run (in-memory stores)]
     Source: counts-repartition-source (topics: [word-count-counts-repartition]) [inside the Kafka transaction]
       --> counts
     Processor: counts (aggregate, stores: [counts]) [inside the Kafka transaction]
@@ -108,7 +108,7 @@ const WORD_COUNT_MERMAID = `flowchart LR
     n2["KSTREAM-GROUPBY-0000000002<br/>groupBy"]
     n3["counts-repartition-sink<br/>repartitionSink"]
   end
-  subgraph sub1["Sub-topology 1"]
+  subgraph sub1["Sub-topology 1<br/>processing thread"]
     n4["counts-repartition-source<br/>repartitionSource"]
     n5["counts<br/>aggregate<br/>stores: counts"]
     n6["KTABLE-TOSTREAM-0000000004<br/>toStream"]

@@ -9,7 +9,7 @@ import { orderCustomersTopology } from '../../topology/order-customers.ts';
 // store and topic names are what a running application finds its changelogs and repartition topics by.
 const ORDER_CUSTOMERS_TEXT = `Topology: order-customers
 Topologies:
-   Sub-topology: 0 [inputs taken in timestamp order, waiting for an input that is behind (maxTaskIdleMs)]
+   Sub-topology: 0 [stateful: its tasks and stores live on a processing thread under onceflow run (in-memory stores)] [inputs taken in timestamp order, waiting for an input that is behind (maxTaskIdleMs)]
     Source: KSTREAM-SOURCE-0000000000 (topics: [orders]) [inside the Kafka transaction]
       --> KTABLE-TOTABLE-0000000001
     Processor: KTABLE-TOTABLE-0000000001 (toTable, stores: [orders]) [inside the Kafka transaction]
@@ -45,7 +45,7 @@ Topologies:
       <-- all
     Sink: KSTREAM-SINK-0000000013 (topic: all-orders) [inside the Kafka transaction]
       <-- KTABLE-TOSTREAM-0000000012
-   Sub-topology: 1 [inputs taken in timestamp order, waiting for an input that is behind (maxTaskIdleMs)]
+   Sub-topology: 1 [stateful: its tasks and stores live on a processing thread under onceflow run (in-memory stores)] [inputs taken in timestamp order, waiting for an input that is behind (maxTaskIdleMs)]
     Source: KSTREAM-SOURCE-0000000002 (topics: [customers]) [inside the Kafka transaction]
       --> KTABLE-TOTABLE-0000000003
     Processor: KTABLE-TOTABLE-0000000003 (toTable, stores: [customers]) [inside the Kafka transaction]

@@ -73,6 +73,13 @@ export const workerConfigSchema = z
      * its file (`onceflow run`), and only for sub-topologies without stores or effects.
      */
     processingThread: z.boolean().default(true),
+    /**
+     * How many processing threads (runtime/offload/): each computes stateless runs and hosts tasks of the
+     * stateful sub-topologies with their stores (Kafka Streams' num.stream.threads, except that the Kafka
+     * clients and the transaction stay on the main thread). 0, or processingThread false: the main thread
+     * runs every stage.
+     */
+    threads: z.number().int().min(0).max(32).default(1),
     /** `persistent` keeps each task's stores in LMDB under stateDir, so a clean restart restores only the changelog's tail. */
     stateStore: z.enum(['memory', 'persistent']).default('memory'),
     /**

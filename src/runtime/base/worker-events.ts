@@ -70,9 +70,10 @@ export type WorkerEvent =
   | { type: 'record-limits'; messageMaxBytes: number; topicMaxMessageBytes: Record<string, number>; unknown?: string }
   /**
    * At start and when it stops being used: the sub-topologies the processing thread runs
-   * (offload/processing-thread.ts); `off` says why none does, `failed` that the thread died while running.
+   * (offload/processing-thread.ts), `hosted` the stateful ones whose tasks the threads host, on `threads`
+   * threads; `off` says why none does, `failed` that a thread died while running.
    */
-  | { type: 'processing-thread'; subtopologies: number[]; off?: string; failed?: boolean }
+  | { type: 'processing-thread'; subtopologies: number[]; hosted?: number[]; threads?: number; off?: string; failed?: boolean }
   /**
    * A task that reads several inputs in timestamp order went on without one of them after waiting
    * `waitedMs` (input-synchronizer.ts): records of that input older than those processed now may follow.

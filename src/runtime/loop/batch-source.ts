@@ -3,6 +3,7 @@ import { isRecordBatch } from '../../core/record-batch.ts';
 import type { IncomingRecord } from '../../core/records.ts';
 import type { RunResult } from '../offload/offloaded-tasks.ts';
 import type { ProcessingThread } from '../offload/processing-thread.ts';
+import type { ThreadPool } from '../offload/thread-pool.ts';
 import { packRun } from '../offload/record-transfer.ts';
 import type { TaskManager } from '../task/task-manager.ts';
 import { isEmptyFetch } from '../transaction/kafka-errors.ts';
@@ -80,11 +81,13 @@ export interface BatchSourceParts {
 export class BatchSource {
   private prefetched: Prefetch | undefined;
   private readonly offloadedBatches = new WeakMap<Message[], Offloaded>();
+  /** Threads whose death was told (a `processing-thread` event), once each. */
+  private readonly reportedDead = new WeakSet<ProcessingThread>();
 
   constructor(
     private readonly parts: BatchSourceParts,
-    /** The processing thread, once started; undefined once it died. */
-    private thread: ProcessingThread | undefined,
+    /** The processing threads, once started. */
+    private threads: ThreadPool | undefined,
   ) {}
 
   /** The consume call a commit started ends first: nothing else may act on the consumer meanwhile. */
@@ -129,8 +132,8 @@ export class BatchSource {
     await this.prefetched?.batch.catch(() => undefined);
     await this.prefetched?.speculation;
     this.prefetched = undefined;
-    await this.thread?.close();
-    this.thread = undefined;
+    await this.threads?.close();
+    this.threads = undefined;
   }
 
   /**
@@ -215,22 +218,29 @@ export class BatchSource {
    * is fetched: the thread works on them while the main thread still produces the previous batch's outputs.
    */
   private offload(messages: Message[]): void {
-    const thread = this.thread;
-    if (thread === undefined || !thread.alive || messages.length === 0) return;
+    const threads = this.threads;
+    if (threads === undefined || messages.length === 0) return;
     const { tasks, collector } = this.parts;
-    const requests: Parameters<ProcessingThread['process']>[0][number][] = [];
-    const entries: OffloadedRun[] = [];
+    const byThread = new Map<ProcessingThread, { requests: Parameters<ProcessingThread['process']>[0][number][]; entries: OffloadedRun[] }>();
     for (const run of new TimeOrderedBatch(messages).runs) {
       const task = tasks.taskFor(run.key);
-      if (task?.stateless !== true || task.subtopology === undefined || !thread.offloadable.has(task.subtopology)) continue;
+      if (task?.stateless !== true || task.subtopology === undefined || !threads.offloadable.has(task.subtopology)) continue;
       // A repartition topic's record batch is one offset for many records: the main thread unpacks those.
       if (run.messages.some((m) => isRecordBatch(m.headers))) continue;
+      const thread = threads.threadForRun(run.partition);
+      if (thread === undefined) return;
+      let share = byThread.get(thread);
+      if (share === undefined) byThread.set(thread, (share = { requests: [], entries: [] }));
       const records = run.messages.map((m) => collector.incoming(m));
-      requests.push({ subtopology: task.subtopology, run: packRun(run.topic, run.partition, records), streamTime: task.streamTime ?? Number.NEGATIVE_INFINITY });
-      entries.push({ key: run.key, records });
+      share.requests.push({ subtopology: task.subtopology, run: packRun(run.topic, run.partition, records), streamTime: task.streamTime ?? Number.NEGATIVE_INFINITY });
+      share.entries.push({ key: run.key, records });
     }
-    if (entries.length === 0) return;
-    this.offloadedBatches.set(messages, { entries, keys: new Set(entries.map((e) => e.key)), results: thread.process(requests) });
+    if (byThread.size === 0) return;
+    const shares = [...byThread];
+    const entries = shares.flatMap(([, share]) => share.entries);
+    // The shares' results in the order of `entries`; one thread that died leaves the whole batch to the main thread.
+    const results = Promise.all(shares.map(([thread, share]) => thread.process(share.requests))).then((each) => (each.some((r) => r === undefined) ? undefined : each.flatMap((r) => r!)));
+    this.offloadedBatches.set(messages, { entries, keys: new Set(entries.map((e) => e.key)), results });
   }
 
   /** The thread's results for the batch's offloaded runs; a thread that died leaves them to the main thread, said once. */
@@ -240,8 +250,11 @@ export class BatchSource {
     this.offloadedBatches.delete(messages);
     const results = await offloaded.results;
     if (results !== undefined) return { entries: offloaded.entries, results };
-    if (this.thread !== undefined) this.parts.emit({ type: 'processing-thread', subtopologies: [], off: this.thread.failure ?? 'stopped', failed: true });
-    this.thread = undefined;
+    const dead = this.threads?.threads.find((t) => !t.alive && !this.reportedDead.has(t));
+    if (dead !== undefined) {
+      this.reportedDead.add(dead);
+      this.parts.emit({ type: 'processing-thread', subtopologies: [], off: dead.failure ?? 'stopped', failed: true });
+    }
     return undefined;
   }
 }

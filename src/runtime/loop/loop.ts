@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RecordTooLargeError } from '../../core/record-size.ts';
-import type { ProcessingThread } from '../offload/processing-thread.ts';
+import type { ThreadPool } from '../offload/thread-pool.ts';
+import { ProcessingThreadDiedError } from '../offload/task-messages.ts';
 import { describeKafkaError } from '../transaction/kafka-errors.ts';
 import { isKafkaError } from '../../kafka/clients.ts';
 import { isTransient } from '../../core/stage-errors.ts';
@@ -14,6 +15,8 @@ export interface LoopParts extends BatchSourceParts {
   /** A rebalance the consumer signalled and the loop has not handled yet. */
   readonly rebalancePending: () => boolean;
   readonly rebalance: () => Promise<void>;
+  /** Makes again and restores the tasks a processing thread that died hosted (rebalance.ts replaceLost). */
+  readonly replaceLost: (why: string) => Promise<void>;
   /** Applies the global tables' updates since the last call; never waits for one. */
   readonly pollGlobalTables: () => Promise<unknown>;
 }
@@ -31,9 +34,9 @@ export class Loop {
 
   constructor(
     private readonly parts: LoopParts,
-    thread: ProcessingThread | undefined,
+    threads: ThreadPool | undefined,
   ) {
-    this.source = new BatchSource(parts, thread);
+    this.source = new BatchSource(parts, threads);
     this.path = new RecordPath(parts);
   }
 
@@ -88,6 +91,12 @@ export class Loop {
         return false;
       }
       if (e instanceof RecordTooLargeError) throw transaction.deadLetterRefused(e);
+      if (e instanceof ProcessingThreadDiedError) {
+        // The dead thread's tasks lost what this transaction wrote to their stores: it aborts, and they restore.
+        await transaction.abort(e.message);
+        await this.parts.replaceLost(e.message);
+        return false;
+      }
       if (!isKafkaError(e)) throw e;
       await transaction.failed(e);
       return false;

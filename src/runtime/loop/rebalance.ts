@@ -104,6 +104,20 @@ export class RebalanceHandler {
     }
   }
 
+  /**
+   * After the loop aborted a transaction because a processing thread died under tasks it hosted: those
+   * tasks are made again (on a live thread, else on the main thread) and restored from their changelogs,
+   * resuming the stream time committed with their offsets, as for an assignment. Says so with a warning.
+   */
+  async replaceLost(why: string): Promise<void> {
+    const partitions = this.tasks.dropLost();
+    if (partitions.length === 0) return;
+    this.services.emit({ type: 'processing-thread', subtopologies: [], off: why, failed: true });
+    const streamTimes = await this.loadCommitted(partitions);
+    const fresh = this.tasks.addSources(partitions, streamTimes);
+    await this.tasks.restore(fresh, (topic, partition) => this.progress.committed.get(partitionKey(topic, partition)));
+  }
+
   /** Records each partition's committed offset; returns the stream time committed with it, where there is one. */
   private async loadCommitted(partitions: readonly PartitionRef[]): Promise<Map<string, number>> {
     const streamTimes = new Map<string, number>();

@@ -1,12 +1,23 @@
 import type { Message } from '@confluentinc/kafka-javascript';
-import type { RecordCollector } from '../../core/records.ts';
+import type { IncomingRecord, RecordCollector } from '../../core/records.ts';
 import { forEachOutput } from '../offload/record-transfer.ts';
+import type { TaskAnswer } from '../offload/task-messages.ts';
+import { ThreadTask } from '../offload/thread-task.ts';
 import type { TaskManager } from '../task/task-manager.ts';
 import type { TransactionDriver } from '../transaction/driver.ts';
 import type { FetchedBatch, OffloadedResults } from './batch-source.ts';
 import { TimeOrderedBatch } from './batch-order.ts';
 import type { PartitionProgress, PartitionRef } from '../base/partition-progress.ts';
 import type { WorkerRecordCollector } from '../transaction/record-collector.ts';
+
+/** A run handed to a task on a processing thread, and the answer the record path waits for before the next commit. */
+interface HostedRun {
+  readonly task: ThreadTask;
+  readonly run: PartitionRef & { readonly key: string };
+  readonly lastOffset: number;
+  readonly records: number;
+  readonly answer: Promise<TaskAnswer | undefined>;
+}
 
 export interface RecordPathParts {
   readonly tasks: TaskManager;
@@ -25,9 +36,14 @@ export interface RecordPathParts {
  * call (`done`), so an exactly-once rule lives in one place.
  */
 export class RecordPath {
+  /** Runs handed to tasks on processing threads, in the order they were handed: applied before anything commits. */
+  private hosted: HostedRun[] = [];
+
   constructor(private readonly parts: RecordPathParts) {}
 
   async process(batch: FetchedBatch): Promise<void> {
+    // What an earlier batch that failed left in flight is undone by the rollback its failure caused.
+    this.hosted = [];
     const { transaction, collector } = this.parts;
     const speculation = batch.speculation;
     if (speculation !== undefined) {
@@ -46,6 +62,7 @@ export class RecordPath {
       if (from >= to) continue;
       if (!(await this.runSlice(run, run.messages, from, to))) return;
     }
+    await this.applyHosted();
   }
 
   /**
@@ -59,6 +76,10 @@ export class RecordPath {
     // position is not yet back at its committed offset (it is read again once it is).
     if (!task || !progress.mayProcess(run.key)) return true;
     if (!transaction.open) await transaction.ensureOpen();
+    if (task instanceof ThreadTask) {
+      this.handToThread(task, run, messages, from, to);
+      return true;
+    }
     let records = 0;
     for (let i = from; i < to; i++) {
       const message = messages[i]!;
@@ -85,6 +106,37 @@ export class RecordPath {
     // Once per slice: a failure inside it aborts the transaction, and these offsets with it.
     this.done(run, messages[to - 1]!.offset, records);
     return true;
+  }
+
+  /**
+   * Hands `messages[from, to)` to the processing thread hosting their task without waiting: the main
+   * thread goes on with other tasks' records, and the thread computes this run meanwhile.
+   */
+  private handToThread(task: ThreadTask, run: PartitionRef & { readonly key: string }, messages: readonly Message[], from: number, to: number): void {
+    const { collector } = this.parts;
+    const records: IncomingRecord[] = [];
+    for (let i = from; i < to; i++) {
+      const message = messages[i]!;
+      const batched = collector.batched(message);
+      if (batched === undefined) records.push(collector.incoming(message));
+      else for (const record of batched) records.push(record);
+    }
+    if (records.length === 0) return;
+    this.hosted.push({ task, run, lastOffset: messages[to - 1]!.offset, records: records.length, answer: task.processRun(records) });
+  }
+
+  /**
+   * What the threads made of the runs handed to them, into the open transaction with their offsets, in
+   * the order they were handed. Before any commit: a run a thread processed belongs to the transaction
+   * its store writes go to, and those reach the changelog at that transaction's prepareCommit.
+   */
+  private async applyHosted(): Promise<void> {
+    const hosted = this.hosted;
+    this.hosted = [];
+    for (const { task, run, lastOffset, records, answer } of hosted) {
+      task.applyRun(await answer);
+      this.done(run, lastOffset, records);
+    }
   }
 
   /**
@@ -129,6 +181,7 @@ export class RecordPath {
   /** Commits a transaction that reached its bound; false when the loop must let go of the batch (a failed commit rewound the partitions, or the worker is stopping). */
   private async commitMidBatch(): Promise<boolean> {
     const { progress, transaction, looping } = this.parts;
+    await this.applyHosted();
     const epoch = progress.epoch;
     await transaction.commit();
     // A failed commit rewound the partitions: the rest of the batch is fetched again from the committed offsets.

@@ -10,7 +10,7 @@ import { packOutputs, unpackRun, type PackedOutputs, type PackedRun } from './re
  * The sub-topologies whose tasks the processing thread can run in place of the main thread: every stage
  * thread-safe (STAGE_KINDS), no store. Effects stay on the main thread (their clients and pools are the
  * worker's). Serdes go with their stages: one that talks to a schema registry has its own client on the
- * thread, prepared there (offloadedSerdeUsages) before any record.
+ * thread, prepared there (threadSerdeUsages) before any record.
  */
 export function offloadableSubtopologies(plan: TaskPlan): number[] {
   return plan.subtopologies.filter(isOffloadable).map((s) => s.id);
@@ -21,11 +21,25 @@ function isOffloadable(sub: CompiledSubtopology): boolean {
   return sub.nodes.every((n) => STAGE_KINDS[n.kind].threadSafe && n.stores.length === 0);
 }
 
-/** The serdes of the offloadable sub-topologies' topics (as `serdeUsages` lists them): what the thread prepares before it takes records. */
-export function offloadedSerdeUsages(plan: TaskPlan & { serdeUsages(): SerdeUsage[] }): SerdeUsage[] {
-  const offloadable = new Set(offloadableSubtopologies(plan));
-  const topics = new Set(plan.subtopologies.filter((s) => offloadable.has(s.id)).flatMap((s) => s.nodes.flatMap((n) => (n.topic === undefined ? [] : [n.topic]))));
+/**
+ * The serdes of the sub-topologies a thread runs (as `serdeUsages` lists them, their stores' changelogs
+ * too): what the thread prepares before it takes records.
+ */
+export function threadSerdeUsages(plan: TaskPlan & { serdeUsages(): SerdeUsage[] }, subtopologies: readonly number[]): SerdeUsage[] {
+  const run = new Set(subtopologies);
+  const subs = plan.subtopologies.filter((s) => run.has(s.id));
+  const topics = new Set(subs.flatMap((s) => s.nodes.flatMap((n) => (n.topic === undefined ? [] : [n.topic]))));
+  for (const s of subs) for (const store of s.stores) topics.add(plan.stores.get(store)!.changelogTopic);
   return plan.serdeUsages().filter((usage) => topics.has(usage.ctx.topic));
+}
+
+/**
+ * The stateful sub-topologies whose tasks a processing thread can host, stores and all: every stage
+ * needs nothing only the main thread has (STAGE_KINDS' `hostable`). The stateless ones are offloaded
+ * run by run instead (offloadableSubtopologies).
+ */
+export function hostableSubtopologies(plan: TaskPlan): number[] {
+  return plan.subtopologies.filter((s) => !isOffloadable(s) && s.nodes.every((n) => STAGE_KINDS[n.kind].hostable)).map((s) => s.id);
 }
 
 /** What the thread made of one run: the outputs of its first `processed` records, and the task's stream time after them. */

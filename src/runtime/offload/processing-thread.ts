@@ -1,5 +1,7 @@
+import type { HostedCache } from './hosted-tasks.ts';
 import type { PackedRun } from './record-transfer.ts';
 import type { RunResult } from './offloaded-tasks.ts';
+import type { TaskAnswer, TaskRequest } from './task-messages.ts';
 
 /**
  * The processing thread as the worker sees it: a helper thread that decodes records, runs them through
@@ -23,16 +25,20 @@ export interface ThreadInit {
   readonly registryUrl?: string | undefined;
   readonly messageMaxBytes: number;
   readonly topicMaxMessageBytes: Readonly<Record<string, number>>;
+  /** The record cache of the tasks the thread hosts (its own budget, out of the worker's). */
+  readonly cache?: HostedCache | undefined;
 }
 
 export type ToThread =
   | ({ readonly type: 'init' } & ThreadInit)
-  | { readonly type: 'process'; readonly id: number; readonly runs: readonly { readonly subtopology: number; readonly run: PackedRun; readonly streamTime: number }[] };
+  | { readonly type: 'process'; readonly id: number; readonly runs: readonly { readonly subtopology: number; readonly run: PackedRun; readonly streamTime: number }[] }
+  | { readonly type: 'task'; readonly id: number; readonly request: TaskRequest };
 
 export type FromThread =
-  | { readonly type: 'ready'; readonly offloadable: readonly number[]; readonly sourceTopics: readonly (readonly string[])[] }
+  | { readonly type: 'ready'; readonly offloadable: readonly number[]; readonly hostable?: readonly number[]; readonly sourceTopics: readonly (readonly string[])[] }
   | { readonly type: 'failed'; readonly message: string }
-  | { readonly type: 'processed'; readonly id: number; readonly results: readonly RunResult[] };
+  | { readonly type: 'processed'; readonly id: number; readonly results: readonly RunResult[] }
+  | { readonly type: 'task'; readonly id: number; readonly answer: TaskAnswer };
 
 /** A worker_threads Worker, narrowed to what is used (a fake in tests). */
 export interface ThreadPort {
@@ -54,17 +60,24 @@ export const START_TIMEOUT_MS = 30_000;
 export class ProcessingThread {
   private nextId = 0;
   private readonly pending = new Map<number, (results: readonly RunResult[] | undefined) => void>();
+  private readonly answers = new Map<number, (answer: TaskAnswer | undefined) => void>();
   private dead: string | undefined;
 
   private constructor(
     private readonly port: ThreadPort,
-    /** The sub-topologies the thread runs. */
+    /** The stateless sub-topologies whose runs the thread computes in place of the main thread. */
     readonly offloadable: ReadonlySet<number>,
+    /** The stateful sub-topologies whose tasks the thread can host, stores and all (thread-task.ts). */
+    readonly hostable: ReadonlySet<number>,
   ) {
     port.on('message', (m) => {
-      if (m.type !== 'processed') return;
-      this.pending.get(m.id)?.(m.results);
-      this.pending.delete(m.id);
+      if (m.type === 'processed') {
+        this.pending.get(m.id)?.(m.results);
+        this.pending.delete(m.id);
+      } else if (m.type === 'task') {
+        this.answers.get(m.id)?.(m.answer);
+        this.answers.delete(m.id);
+      }
     });
     port.on('error', (e) => this.fail(`the processing thread failed: ${e.message}`));
     port.on('exit', (code) => this.fail(`the processing thread exited (${code})`));
@@ -111,8 +124,9 @@ export class ProcessingThread {
     if (answer.type === 'failed') return refuse(`the processing thread could not load the topology: ${answer.message}`);
     if (answer.type !== 'ready') return refuse(`the processing thread answered ${answer.type} to its start`);
     if (JSON.stringify(answer.sourceTopics) !== JSON.stringify(expected)) return refuse('the topology compiles differently on the processing thread');
-    if (answer.offloadable.length === 0) return refuse('no sub-topology of this topology can run on the processing thread');
-    return new ProcessingThread(port, new Set(answer.offloadable));
+    const hostable = answer.hostable ?? [];
+    if (answer.offloadable.length === 0 && hostable.length === 0) return refuse('no sub-topology of this topology can run on the processing thread');
+    return new ProcessingThread(port, new Set(answer.offloadable), new Set(hostable));
   }
 
   /** Whether the thread still runs; once it failed, the main thread does all the work. */
@@ -137,6 +151,16 @@ export class ProcessingThread {
     });
   }
 
+  /** A hosted task's request, answered in order with the thread's other work; undefined when the thread died. */
+  request(request: TaskRequest, transfer: readonly ArrayBuffer[] = []): Promise<TaskAnswer | undefined> {
+    if (this.dead !== undefined) return Promise.resolve(undefined);
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      this.answers.set(id, resolve);
+      this.port.postMessage({ type: 'task', id, request }, transfer);
+    });
+  }
+
   async close(): Promise<void> {
     this.fail('closed');
     await this.port.terminate().catch(() => undefined);
@@ -146,5 +170,7 @@ export class ProcessingThread {
     this.dead ??= why;
     for (const resolve of this.pending.values()) resolve(undefined);
     this.pending.clear();
+    for (const resolve of this.answers.values()) resolve(undefined);
+    this.answers.clear();
   }
 }

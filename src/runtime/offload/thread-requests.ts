@@ -1,6 +1,8 @@
 import { RecordSizeLimits } from '../../core/record-size.ts';
 import type { SerdeUsage, TaskPlan } from '../../graph/types.ts';
-import { OffloadedTasks, offloadableSubtopologies, offloadedSerdeUsages, type RunResult } from './offloaded-tasks.ts';
+import { HostedTasks } from './hosted-tasks.ts';
+import { OffloadedTasks, hostableSubtopologies, offloadableSubtopologies, threadSerdeUsages, type RunResult } from './offloaded-tasks.ts';
+import { transferablesOf } from './resolved-outputs.ts';
 import type { FromThread, ThreadInit, ToThread } from './processing-thread.ts';
 
 /**
@@ -10,6 +12,7 @@ import type { FromThread, ThreadInit, ToThread } from './processing-thread.ts';
  */
 export class ThreadRequests {
   #tasks: OffloadedTasks | undefined;
+  #hosted: HostedTasks | undefined;
   #queue: Promise<void> = Promise.resolve();
 
   constructor(
@@ -31,8 +34,15 @@ export class ThreadRequests {
       return;
     }
     // The worker sends records only after the thread said it is ready.
-    if (this.#tasks === undefined) {
+    if (this.#tasks === undefined || this.#hosted === undefined) {
       this.reply({ type: 'failed', message: 'records before the topology was loaded' }, []);
+      return;
+    }
+    if (message.type === 'task') {
+      const answer = await this.#hosted.handle(message.request);
+      const transfer = answer.emitted === undefined ? [] : transferablesOf(answer.emitted);
+      if (answer.writes !== undefined) transfer.push(answer.writes.run.bytes, answer.writes.run.fields.buffer as ArrayBuffer);
+      this.reply({ type: 'task', id: message.id, answer }, transfer);
       return;
     }
     const results: RunResult[] = [];
@@ -53,16 +63,20 @@ export class ThreadRequests {
     } catch (e) {
       return errorText(e);
     }
+    const offloadable = offloadableSubtopologies(plan);
+    const hostable = hostableSubtopologies(plan);
     // Registers or looks up the schemas as the main thread did: the same schema gets the same id.
-    for (const { serde, ctx } of offloadedSerdeUsages(plan)) {
+    for (const { serde, ctx } of threadSerdeUsages(plan, [...offloadable, ...hostable])) {
       try {
         await serde.prepare?.(ctx, { registryUrl: init.registryUrl });
       } catch (e) {
         return `preparing the ${ctx.role} serde ${serde.name} of ${ctx.topic}: ${errorText(e)}`;
       }
     }
-    this.#tasks = new OffloadedTasks(plan, new RecordSizeLimits(init.messageMaxBytes, init.topicMaxMessageBytes));
-    this.reply({ type: 'ready', offloadable: offloadableSubtopologies(plan), sourceTopics: plan.subtopologies.map((s) => s.sourceTopics) }, []);
+    const limits = new RecordSizeLimits(init.messageMaxBytes, init.topicMaxMessageBytes);
+    this.#tasks = new OffloadedTasks(plan, limits);
+    this.#hosted = new HostedTasks(plan, limits, init.cache);
+    this.reply({ type: 'ready', offloadable, hostable, sourceTopics: plan.subtopologies.map((s) => s.sourceTopics) }, []);
     return undefined;
   }
 }

@@ -4,15 +4,16 @@ import { CacheBudget } from '../nodes/record-cache.ts';
 import { watermarks } from '../../kafka/clients.ts';
 import type { ChangelogOffset, PersistentTaskState } from '../../state/lmdb-store.ts';
 import type { PartitionRef } from '../base/partition-progress.ts';
-import { partitionKey } from '../base/partition-progress.ts';
+import { parsePartitionKey, partitionKey } from '../base/partition-progress.ts';
 import type { CommitCollector } from '../../core/records.ts';
 import { producerMessageMaxBytes, RecordSizeLimits } from '../../core/record-size.ts';
 import { restoreTasks, type RestoreEnd, type RestoreObserver, type RestoreStart } from './restore.ts';
 import type { WorkerServices } from '../base/worker-services.ts';
+import type { WorkerEvent } from '../base/worker-events.ts';
 import { taskId } from './task.ts';
 import { SplitJoinPartitionsError } from '../base/errors.ts';
 import { StateCheckpoints } from './state-checkpoints.ts';
-import type { RuntimeTask, RuntimeTopology } from './worker-topology.ts';
+import type { RuntimeTask, RuntimeTopology, TaskHost } from './worker-topology.ts';
 
 /** How far one changelog partition of a restoring task has been read. */
 export interface RestoreProgress {
@@ -96,8 +97,20 @@ export class TaskManager {
   }
 
   readonly onLateRecord = (late: LateRecord): void => {
-    this.services.emit({ type: 'late-record', stage: late.stage, store: late.store, lateByMs: late.lateByMs, topic: late.record.topic, partition: late.record.partition, offset: late.record.offset });
+    this.onLateNotice({ stage: late.stage, store: late.store, lateByMs: late.lateByMs, topic: late.record.topic, partition: late.record.partition, offset: late.record.offset });
   };
+
+  /** A record dropped as too late, as a task on a processing thread reports it. */
+  readonly onLateNotice = (late: Omit<Extract<WorkerEvent, { type: 'late-record' }>, 'type'>): void => {
+    this.services.emit({ type: 'late-record', ...late });
+  };
+
+  /** The processing threads, once started: they host the tasks of the sub-topologies they can (in-memory stores only). */
+  private host: TaskHost | undefined;
+
+  useHost(host: TaskHost | undefined): void {
+    this.host = host;
+  }
 
   async loadStateStore(): Promise<void> {
     if (this.services.config.stateStore === 'persistent') this.persistentState = (await import('../../state/lmdb-store.ts')).PersistentTaskState;
@@ -159,8 +172,12 @@ export class TaskManager {
           .filter((q) => q.partition === p.partition && this.subtopologyOf.get(q.topic) === sub)
           .map((q) => streamTimes.get(partitionKey(q.topic, q.partition)))
           .filter((t): t is number => t !== undefined);
-        const timeOption = { recordLimits: this.recordLimits, onLateRecord: this.onLateRecord, ...(this.globalRows ? { globalRows: this.globalRows } : {}), ...(resumed.length > 0 ? { initialStreamTime: Math.max(...resumed) } : {}) };
-        if (this.persistentState) {
+        const initialStreamTime = resumed.length > 0 ? Math.max(...resumed) : undefined;
+        const timeOption = { recordLimits: this.recordLimits, onLateRecord: this.onLateRecord, ...(this.globalRows ? { globalRows: this.globalRows } : {}), ...(initialStreamTime !== undefined ? { initialStreamTime } : {}) };
+        const hosted = this.persistentState ? undefined : this.host?.host(sub, p.partition, initialStreamTime);
+        if (hosted !== undefined) {
+          task = hosted;
+        } else if (this.persistentState) {
           const state = new this.persistentState(join(config.stateDir, config.appId, config.instanceId, id));
           task = this.topology.createTask(sub, p.partition, { storeFactory: state.storeFactory, cache: this.cache, ...timeOption });
           this.persistentStates.set(task, state);
@@ -181,6 +198,25 @@ export class TaskManager {
     if (!group) return;
     const missing = group.topics.filter((t) => !assigned.some((q) => q.topic === t && q.partition === partition) && !this.bySource.has(partitionKey(t, partition)));
     if (missing.length > 0) throw new SplitJoinPartitionsError(taskId(sub, partition), group.join, missing.map((t) => `${t}-${partition}`));
+  }
+
+  /**
+   * Forgets every task whose runner is gone with its state (`lost`: a processing thread died) and
+   * returns their source partitions, to be added and restored again (rebalance.ts replaceLost) as if
+   * newly assigned: the transaction they wrote into is aborted, so their changelogs hold their state.
+   */
+  dropLost(): PartitionRef[] {
+    const partitions: PartitionRef[] = [];
+    for (const [id, task] of [...this.tasks]) {
+      if (task.lost !== true) continue;
+      this.tasks.delete(id);
+      for (const [key, owner] of [...this.bySource]) {
+        if (owner !== task) continue;
+        this.bySource.delete(key);
+        partitions.push(parsePartitionKey(key));
+      }
+    }
+    return partitions;
   }
 
   /** Returns the task when this was its last source partition. */
@@ -223,6 +259,7 @@ export class TaskManager {
    * no other worker owns it yet) checkpoints each changelog's end: everything before it is in the store.
    */
   async closeTaskState(task: RuntimeTask, clean: boolean): Promise<void> {
+    task.close?.();
     const state = this.persistentStates.get(task);
     if (!state) return;
     this.persistentStates.delete(task);
@@ -246,6 +283,7 @@ export class TaskManager {
 
   /** Called in the open transaction, before its offsets are sent (or, at least once, before the flush that acknowledges it). */
   async prepareCommit(collector: CommitCollector): Promise<void> {
+    for (const t of this.tasks.values()) t.beginPrepareCommit?.();
     for (const t of this.tasks.values()) {
       // Nothing to emit, and it may be busy with a record of the next batch meanwhile (speculation.ts).
       if (t.stateless === true) continue;

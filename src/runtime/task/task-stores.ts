@@ -8,12 +8,20 @@ import { TransactionalStore } from '../../state/transactional.ts';
 import { heldValue } from '../nodes/suppress.ts';
 import { UnknownStoreError } from './task-errors.ts';
 
+/** The kinds of store interactive queries read: the rest are a stage's bookkeeping (dedupe ids, held-back updates, join buffers). */
+export const QUERYABLE_KINDS: ReadonlySet<CompiledStore['kind']> = new Set(['key-value', 'window', 'session']);
+
 export interface ChangelogPartition {
   readonly store: string;
   readonly topic: string;
   readonly partition: number;
   /** The table's source topic: restored up to the group's committed offset, never written, never checkpointed. */
   readonly sourceTopic?: boolean;
+}
+
+/** Where a task's stores are restored from: each one's changelog partition, or its table's source topic. */
+export function changelogPartitions(stores: readonly CompiledStore[], partition: number): ChangelogPartition[] {
+  return stores.map((spec) => ({ store: spec.name, topic: spec.changelogTopic, partition, ...(spec.sourceTopicChangelog ? { sourceTopic: true } : {}) }));
 }
 
 /** One store of a task, with what was compiled of it. */
@@ -50,7 +58,7 @@ export class TaskStores {
       this.#byName.set(name, { store, spec });
       this.#all.push(store);
     }
-    this.changelogs = [...this.#byName.values()].map(({ spec }) => ({ store: spec.name, topic: spec.changelogTopic, partition, ...(spec.sourceTopicChangelog ? { sourceTopic: true } : {}) }));
+    this.changelogs = changelogPartitions([...this.#byName.values()].map(({ spec }) => spec), partition);
     this.#logged = this.#all.filter((s) => !this.#byName.get(s.name)!.spec.sourceTopicChangelog);
   }
 
@@ -83,6 +91,14 @@ export class TaskStores {
 
   rollback(): void {
     for (const s of this.#all) s.rollback();
+  }
+
+  /** The open transaction's writes to the stores interactive queries read (key-value, window, session), per store. */
+  *queryableWrites(): Iterable<{ readonly store: string; readonly key: Buffer; readonly value: Buffer | null }> {
+    for (const [name, { store, spec }] of this.#byName) {
+      if (!QUERYABLE_KINDS.has(spec.kind)) continue;
+      for (const [key, value] of store.written()) yield { store: name, key, value };
+    }
   }
 
   /** A store's current value of `key`, uncommitted writes included (window and session stores: a `Windowed<K>`). */

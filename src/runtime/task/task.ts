@@ -317,6 +317,11 @@ export class Task {
     return this.#stores.get(store, key);
   }
 
+  /** The open transaction's writes to the stores interactive queries read: a copy of committed state applies them once it commits. */
+  queryableWrites(): Iterable<{ readonly store: string; readonly key: Buffer; readonly value: Buffer | null }> {
+    return this.#stores.queryableWrites();
+  }
+
   /** Reads a store's committed state only, never the open transaction's writes: what interactive queries answer from. */
   reader(store: string): StoreReader {
     return this.#stores.reader(store);

@@ -70,6 +70,20 @@ export interface RuntimeTask {
   advanceStreamTime?(timestamp: number, collector: RecordCollector): void | Promise<void>;
   /** A store's committed state, for interactive queries; tasks without stores may omit it. */
   reader?(store: string): StoreReader;
+  /** Starts preparing the commit without waiting (a task on a processing thread): every such task prepares at once. */
+  beginPrepareCommit?(): void;
+  /** The task is no longer this worker's (a task on a processing thread lets its thread drop it). */
+  close?(): void;
+  /** What runs the task is gone with its state (a processing thread that died): the task must be made again and restored. */
+  readonly lost?: boolean;
+}
+
+/**
+ * Where a task may run other than on the main thread (runtime/offload's thread pool): a task it hosts,
+ * or undefined when it does not take this one (a sub-topology that needs the main thread, no live thread).
+ */
+export interface TaskHost {
+  host(subtopology: number, partition: number, initialStreamTime: number | undefined): RuntimeTask | undefined;
 }
 
 /**

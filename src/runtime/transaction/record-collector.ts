@@ -1,5 +1,5 @@
 import type { Message } from '@confluentinc/kafka-javascript';
-import { DEAD_LETTER, LINEAGE, lineagePrefix } from '../../core/headers.ts';
+import { DEAD_LETTER, LINEAGE, nextLineage } from '../../core/headers.ts';
 import { partitionFor } from '../../core/partitioner.ts';
 import { isRecordBatch, unpackRecordBatch } from '../../core/record-batch.ts';
 import { IllegalTransitionError } from '../base/errors.ts';
@@ -9,6 +9,9 @@ import type { TransactionalOutput } from './output.ts';
 import type { TopicRecordCount } from '../base/worker-events.ts';
 
 const NO_HEADERS: readonly RecordHeader[] = [];
+
+/** What an output needs of the input record it stands for. */
+export type OriginRecord = Pick<IncomingRecord, 'topic' | 'partition' | 'offset' | 'timestamp'>;
 
 /**
  * Between the client and the tasks: turns fetched messages into records, and puts what the tasks
@@ -97,14 +100,19 @@ export class WorkerRecordCollector {
   }
 
   private send(r: OutgoingRecord, origin: RecordOrigin): void {
-    // Released results number apart ('c0', 'c1', ...) from what their record's own processing sent.
-    const seq = origin.released ? `c${origin.seq++}` : String(origin.seq++);
-    const lineageValue = (origin.lineagePrefix ??= lineagePrefix(origin.record)) + seq;
+    this.sendResolved(r, nextLineage(origin), origin.record);
+  }
+
+  /**
+   * An output whose lineage is already numbered (a processing thread's task numbered it, nextLineage),
+   * beside the input record it stands for: where its timestamp defaults from and a dead letter was read.
+   */
+  sendResolved(r: OutgoingRecord, lineageValue: string, origin: OriginRecord): void {
     if (this.repartitionTopics.has(r.topic)) {
       this.output.produceBatched(r.topic, r.partition ?? this.partitionOf(r.topic, r.key), {
         key: r.key,
         value: r.value,
-        timestamp: r.timestamp ?? origin.record.timestamp,
+        timestamp: r.timestamp ?? origin.timestamp,
         lineage: lineageValue,
         headers: r.headers,
       });
@@ -118,7 +126,7 @@ export class WorkerRecordCollector {
       for (const h of r.headers) headers.push({ [h.key]: h.value });
       headers.push(lineage);
     } else headers = [lineage];
-    this.output.produceOutput(r.topic, r.partition ?? null, r.value, r.key, r.timestamp ?? origin.record.timestamp, headers);
+    this.output.produceOutput(r.topic, r.partition ?? null, r.value, r.key, r.timestamp ?? origin.timestamp, headers);
     this.countProduced(r.topic);
     if (this.deadLetterTopics.has(r.topic)) {
       const header = (k: string) => r.headers?.find((h) => h.key === k)?.value.toString() ?? 'unknown';
@@ -127,9 +135,9 @@ export class WorkerRecordCollector {
         type: 'dead-lettered',
         stage: header(DEAD_LETTER.stage),
         code: header(DEAD_LETTER.code),
-        topic: origin.record.topic,
-        partition: origin.record.partition,
-        offset: origin.record.offset,
+        topic: origin.topic,
+        partition: origin.partition,
+        offset: origin.offset,
       });
     }
   }

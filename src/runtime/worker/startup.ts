@@ -4,7 +4,8 @@
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
 import type { RdConfig } from '../../kafka/clients.ts';
 import type { RecordSizeLimits } from '../../core/record-size.ts';
-import { ProcessingThread, type ThreadSpawner } from '../offload/processing-thread.ts';
+import type { ThreadSpawner } from '../offload/processing-thread.ts';
+import { ThreadPool, type PoolParts } from '../offload/thread-pool.ts';
 import type { RuntimeTopology } from '../task/worker-topology.ts';
 import type { TransactionalOutput } from '../transaction/output.ts';
 import type { ClientSupplier } from '../base/client-supplier.ts';
@@ -72,23 +73,33 @@ export async function learnRecordLimits({ topology, config, clients, emit }: Sta
   return limits;
 }
 
-/** Starts the processing thread when the topology has sub-topologies it can run; undefined: the main thread runs every stage. */
-export async function startProcessingThread(
+/**
+ * Starts the processing threads (config `threads`) when the topology has sub-topologies they can run;
+ * undefined: the main thread runs every stage.
+ */
+export async function startProcessingThreads(
   { topology, config, emit }: StartupParts,
   option: { readonly spawn: ThreadSpawner; readonly file: string } | undefined,
   limits: RecordSizeLimits,
-): Promise<ProcessingThread | undefined> {
-  if (option === undefined || !config.processingThread) return undefined;
-  const started = await ProcessingThread.start(
+  parts: PoolParts,
+): Promise<ThreadPool | undefined> {
+  if (option === undefined || !config.processingThread || config.threads === 0) return undefined;
+  // Each thread's cache is its own: the worker's budget is shared out between them.
+  const cache = { maxBytes: Math.floor(config.cacheMaxBytes / config.threads), maxRecords: config.cacheMaxRecords };
+  const started = await ThreadPool.start(
     option.spawn,
-    { file: option.file, appId: config.appId, registryUrl: config.registryUrl, messageMaxBytes: limits.messageMaxBytes, topicMaxMessageBytes: limits.topicLimits() },
+    { file: option.file, appId: config.appId, registryUrl: config.registryUrl, messageMaxBytes: limits.messageMaxBytes, topicMaxMessageBytes: limits.topicLimits(), cache },
     topology.subtopologies.map((s) => s.sourceTopics),
+    config.threads,
+    parts,
   );
   if (typeof started === 'string') {
     emit({ type: 'processing-thread', subtopologies: [], off: started });
     return undefined;
   }
-  emit({ type: 'processing-thread', subtopologies: [...started.offloadable] });
+  // Persistent stores stay on the main thread: their LMDB environments and checkpoints are the task manager's.
+  const hosted = config.stateStore === 'memory' ? [...started.hostable] : [];
+  emit({ type: 'processing-thread', subtopologies: [...started.offloadable], hosted, threads: started.threads.length });
   return started;
 }
 

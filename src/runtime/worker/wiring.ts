@@ -21,7 +21,7 @@ import type { WorkerServices } from '../base/worker-services.ts';
 import type { Transition, WorkerEvent, WorkerStats } from '../base/worker-events.ts';
 import type { ResolvedWorkerConfig } from '../base/config.ts';
 import { Loop } from '../loop/loop.ts';
-import type { ProcessingThread } from '../offload/processing-thread.ts';
+import type { ThreadPool } from '../offload/thread-pool.ts';
 
 export interface WorkerParts {
   readonly output: TransactionalOutput;
@@ -99,14 +99,14 @@ export interface LoopInput {
   readonly config: ResolvedWorkerConfig;
   readonly stats: WorkerStats;
   readonly watch: LoopWatch;
-  readonly thread: ProcessingThread | undefined;
+  readonly threads: ThreadPool | undefined;
   readonly emit: (event: WorkerEvent) => void;
   /** The worker is RUNNING or REBALANCING. */
   readonly looping: () => boolean;
   readonly rebalance: () => Promise<void>;
 }
 
-export function createLoop(parts: WorkerParts, { consumer, config, stats, watch, thread, emit, looping, rebalance }: LoopInput): Loop {
+export function createLoop(parts: WorkerParts, { consumer, config, stats, watch, threads, emit, looping, rebalance }: LoopInput): Loop {
   const { tasks, collector, progress, transaction, synchronizer, rebalances, globalTables } = parts;
   return new Loop(
     {
@@ -123,8 +123,9 @@ export function createLoop(parts: WorkerParts, { consumer, config, stats, watch,
       watch,
       rebalancePending: () => rebalances.pending,
       rebalance,
+      replaceLost: (why) => rebalances.replaceLost(why),
       pollGlobalTables: () => globalTables.poll(),
     },
-    thread,
+    threads,
   );
 }

@@ -16,11 +16,12 @@ import { newWorkerStats, type PartitionLag, type TopicRecordCount, type WorkerEv
 import { LOOPING, WORKER_TRANSITIONS, type WorkerState } from './worker-state.ts';
 import { consumerConfig, partitionLag } from './worker-setup.ts';
 import type { BatchSource } from '../loop/batch-source.ts';
-import { checkRetryBudget, learnRecordLimits, prepareCluster, prepareSerdes, startProcessingThread, subscribedConsumer } from './startup.ts';
+import { checkRetryBudget, learnRecordLimits, prepareCluster, prepareSerdes, startProcessingThreads, subscribedConsumer } from './startup.ts';
 import type { InteractiveQueries } from '../queries/interactive-queries.ts';
 import { LoopWatch } from '../loop/loop-watch.ts';
 import { createLoop, wireWorker, type WorkerParts } from './wiring.ts';
-import type { ProcessingThread, ThreadSpawner } from '../offload/processing-thread.ts';
+import type { ThreadSpawner } from '../offload/processing-thread.ts';
+import type { ThreadPool } from '../offload/thread-pool.ts';
 
 export interface WorkerOptions {
   /** Where the consumer, producer and admin client come from; the real clients by default. */
@@ -64,7 +65,7 @@ export class Worker extends EventEmitter {
   /** Three transaction timeouts, at least 30 s: longer than any one Kafka call of the loop may take. */
   private readonly watch: LoopWatch;
   private readonly threadOption: WorkerOptions['processingThread'];
-  private thread: ProcessingThread | undefined;
+  private threads: ThreadPool | undefined;
   /** Reads of the stores' committed state, here or (through the group) on the replica that owns a key. */
   readonly queries: InteractiveQueries;
 
@@ -152,7 +153,12 @@ export class Worker extends EventEmitter {
     tasks.recordLimits = await learnRecordLimits(startup, output);
     await prepareSerdes(this.topology, this.config);
     // After the main thread's prepare: a registry that cannot be reached fails the start there, once.
-    this.thread = await startProcessingThread(startup, this.threadOption, tasks.recordLimits);
+    this.threads = await startProcessingThreads(startup, this.threadOption, tasks.recordLimits, {
+      stores: this.topology.stores ?? new Map(),
+      collector: this.parts.collector,
+      onLate: tasks.onLateNotice,
+    });
+    if (this.config.stateStore === 'memory') tasks.useHost(this.threads);
     await globalTables.load({ ...this.services.clientConfig(), 'group.id': this.config.appId }, this.partitionsByTopic);
     await output.connect();
     this.consumer = await subscribedConsumer(this.clients, this.topology, consumerConfig(this.services.clientConfig(), this.config, rebalances.onRebalance, (this.topology.copartitionGroups?.length ?? 0) > 0));
@@ -187,7 +193,7 @@ export class Worker extends EventEmitter {
       config: this.config,
       stats: this.stats,
       watch: this.watch,
-      thread: this.thread,
+      threads: this.threads,
       emit: (e) => void this.emit('event', e),
       looping: () => this.lifecycle.is(...LOOPING),
       rebalance: () => this.rebalance(),
@@ -219,9 +225,10 @@ export class Worker extends EventEmitter {
   private async close(clean: boolean): Promise<void> {
     const consumer = this.consumer;
     // A consume call still in flight must end before its consumer is disconnected.
-    await (this.source?.close() ?? this.thread?.close());
+    await (this.source?.close() ?? this.threads?.close());
     this.source = undefined;
-    this.thread = undefined;
+    this.threads = undefined;
+    this.parts.tasks.useHost(undefined);
     const { tasks, globalTables, transaction, output } = this.parts;
     await tasks.closeAll(clean);
     if (consumer) await disconnect(consumer, this.config.shutdownTimeoutMs);

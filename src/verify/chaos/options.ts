@@ -39,6 +39,8 @@ export interface ChaosOptions {
   readonly registryUrl?: string;
   /** The workers' cacheMaxRecords: 0 turns the record cache off (every aggregate update goes downstream); unset, the workers' default (bounded by bytes only). */
   readonly cacheMaxRecords?: number;
+  /** The workers' processing threads (config `threads`); unset, the workers' default. */
+  readonly threads?: number;
   /**
    * With `phase`: a kill is only the death at that phase. At the kill's moment the replica is armed
    * (phase-trigger.ts) and SIGKILLs itself at its next pass of the phase in a transaction that wrote

@@ -31,6 +31,8 @@ export interface ChaosResult {
   readonly poisonInjected: number;
   /** null: the workers' default. */
   readonly cacheMaxRecords: number | null;
+  /** The workers' processing threads; null: the workers' default. */
+  readonly threads: number | null;
   readonly stateStore: 'memory' | 'persistent';
   readonly abortedSeenByReadUncommitted: number;
   readonly brokers: number;
@@ -104,6 +106,7 @@ export function chaosResult(setup: RunSetup, faults: FaultTallies, check: Output
     dlqRecords: report.dlqRecords,
     poisonInjected,
     cacheMaxRecords: opts.cacheMaxRecords ?? null,
+    threads: opts.threads ?? null,
     stateStore: opts.stateStore ?? 'memory',
     abortedSeenByReadUncommitted: report.abortedSeenByReadUncommitted ?? 0,
     brokers: setup.brokers,

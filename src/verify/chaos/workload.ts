@@ -50,6 +50,7 @@ export async function prepareWorkload(
     ...(wire ? { ONCEFLOW_ORDERS_FORMAT: 'avro', ONCEFLOW_REGISTRY_URL: registryUrl! } : {}),
     ...(opts.brokenWorker ? { ONCEFLOW_UNSAFE_OFFSETS_OUTSIDE_TXN: '1' } : {}),
     ...(opts.cacheMaxRecords === undefined ? {} : { ONCEFLOW_CACHE_MAX_RECORDS: String(opts.cacheMaxRecords) }),
+    ...(opts.threads === undefined ? {} : { ONCEFLOW_THREADS: String(opts.threads) }),
     ...(opts.stateStore === 'persistent'
       ? { ONCEFLOW_STATE_STORE: 'persistent', ONCEFLOW_STATE_DIR: mkdtempSync(join(tmpdir(), 'onceflow-chaos-state-')), ONCEFLOW_STATE_CHECKPOINT_INTERVAL_MS: '1000' }
       : {}),

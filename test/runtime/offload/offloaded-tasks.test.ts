@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { EventEmitter } from 'node:events';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +10,7 @@ import { RecordSizeLimits } from '../../../src/core/record-size.ts';
 import { TopologyBuilder } from '../../../src/dsl/topology-builder.ts';
 import { compile } from '../../../src/graph/compile.ts';
 import { OffloadedTasks, offloadableSubtopologies } from '../../../src/runtime/offload/offloaded-tasks.ts';
-import type { FromThread, ThreadPort, ToThread } from '../../../src/runtime/offload/processing-thread.ts';
+import type { FromThread } from '../../../src/runtime/offload/processing-thread.ts';
 import { ThreadRequests } from '../../../src/runtime/offload/thread-requests.ts';
 import { forEachOutput, packRun } from '../../../src/runtime/offload/record-transfer.ts';
 import { createTask } from '../../../src/runtime/task/task.ts';
@@ -20,6 +19,7 @@ import type { WorkerEvent } from '../../../src/runtime/base/worker-events.ts';
 import { jsonSerde, registryAvroSerde, stringSerde } from '../../../src/serdes/index.ts';
 import { FakeCluster } from '../fake-kafka.ts';
 import { FakeRegistry } from '../../support/fake-registry.ts';
+import { InProcessThread } from './in-process-thread.ts';
 import { parseAvroSchema } from '../../../src/serdes/avro-types.ts';
 
 const strings = { key: stringSerde, value: stringSerde };
@@ -80,40 +80,6 @@ test('a record whose stage throws (not dead-lettered) stops the run there: nothi
   assert.deepEqual(describe(outputs), ['0:out:k0=A']);
 });
 
-/** The processing thread in-process: the same protocol, messages cloned as posting them would. */
-class InProcessThread extends EventEmitter implements ThreadPort {
-  readonly requests: number[] = [];
-  /** Runs the thread stopped short of their end (a record it failed on, left to the main thread). */
-  shortRuns = 0;
-  private readonly runLengths = new Map<number, number[]>();
-  private readonly handler = new ThreadRequests(
-    async () => app(false, true),
-    (m) => {
-      if (m.type === 'processed') this.shortRuns += m.results.filter((r, i) => r.processed < (this.runLengths.get(m.id)?.[i] ?? 0)).length;
-      this.emit('message', structuredClone(m));
-    },
-  );
-  constructor(private readonly dieOnRequest = Number.POSITIVE_INFINITY) {
-    super();
-  }
-  postMessage(message: ToThread): void {
-    const m = structuredClone(message);
-    setImmediate(() => {
-      if (m.type === 'process') {
-        if (this.requests.push(m.id) >= this.dieOnRequest) {
-          this.emit('exit', 1);
-          return;
-        }
-        this.runLengths.set(m.id, m.runs.map((r) => r.run.count));
-      }
-      void this.handler.receive(m);
-    });
-  }
-  async terminate(): Promise<number> {
-    return 0;
-  }
-}
-
 async function runWorker(thread: InProcessThread | undefined, values: readonly string[]) {
   const cluster = new FakeCluster({ in: 1, out: 1, 'app-dlq': 1 });
   const worker = new Worker(
@@ -139,18 +105,18 @@ async function runWorker(thread: InProcessThread | undefined, values: readonly s
 const INPUT = ['a', 'skip', 'bad', 'b', 'odd', 'c', 'd', 'skip', 'e', 'f'];
 
 test('a worker with the processing thread commits the same outputs, with the same lineage, as without it, a record the thread failed on processed by the main thread', async () => {
-  const thread = new InProcessThread();
+  const thread = new InProcessThread(async () => app(false, true));
   const withThread = await runWorker(thread, INPUT);
   const without = await runWorker(undefined, INPUT);
   assert.deepEqual(withThread.outputs, without.outputs);
   assert.equal(withThread.outputs.filter((o) => o.startsWith('out ')).length, 7, withThread.outputs.join('\n'));
   assert.ok(thread.requests.length >= 2, `the thread processed the batches (${thread.requests.length} requests)`);
   assert.ok(thread.shortRuns >= 1, 'the thread failed on `odd` and left it to the main thread');
-  assert.deepEqual(withThread.events.find((e) => e.type === 'processing-thread'), { type: 'processing-thread', subtopologies: [0] });
+  assert.deepEqual(withThread.events.find((e) => e.type === 'processing-thread'), { type: 'processing-thread', subtopologies: [0], hosted: [], threads: 1 });
 });
 
 test('a processing thread that dies leaves its records to the main thread: nothing lost, nothing twice', async () => {
-  const thread = new InProcessThread(2);
+  const thread = new InProcessThread(async () => app(false, true), 2);
   const run = await runWorker(thread, INPUT);
   const without = await runWorker(undefined, INPUT);
   assert.deepEqual(run.outputs, without.outputs);
@@ -191,7 +157,7 @@ test('registry Avro serdes go to the thread with their stages: prepared there, a
   const replies: FromThread[] = [];
   const requests = new ThreadRequests(async () => avroApp(registry), (m) => void replies.push(m));
   await requests.receive({ type: 'init', file: 'avro.ts', registryUrl: registry.url, messageMaxBytes: 1_000_000, topicMaxMessageBytes: {} });
-  assert.deepEqual(replies[0], { type: 'ready', offloadable: [0], sourceTopics: [['orders-in']] });
+  assert.deepEqual(replies[0], { type: 'ready', offloadable: [0], hostable: [], sourceTopics: [['orders-in']] });
   await requests.receive({ type: 'process', id: 1, runs: [{ subtopology: 0, run: packRun('orders-in', 0, records), streamTime: Number.NEGATIVE_INFINITY }] });
   const processed = replies[1];
   assert.ok(processed?.type === 'processed', JSON.stringify(processed));
