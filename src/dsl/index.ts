@@ -3,6 +3,7 @@ export { Stream } from './stream.ts';
 export { GroupedStream, WindowedGroupedStream, SessionWindowedGroupedStream } from './grouped-streams.ts';
 export { Table, GlobalTable } from './table.ts';
 export { GroupedTable } from './grouped-tables.ts';
+export type { ForeignKeyJoinOptions } from './foreign-key-joins.ts';
 export { tumblingWindow, hoppingWindow, JoinWindows, type WindowOptions } from './windows.ts';
 export { SessionWindows, type SessionWindowSpec } from './session-windows.ts';
 export { Suppressed, type BufferConfig, type SuppressSpec } from './suppress.ts';

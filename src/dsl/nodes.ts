@@ -45,7 +45,10 @@ export type StageKind =
   | 'suppress'
   | 'process'
   | 'repartition'
-  | 'cogroup';
+  | 'cogroup'
+  | 'fkSubscribe'
+  | 'fkSubscriptionJoin'
+  | 'fkResponseJoin';
 
 export type Boundary = 'transactional' | 'external';
 
@@ -107,6 +110,10 @@ export const STAGE_KINDS: Readonly<Record<StageKind, StageKindInfo>> = {
   process: { label: 'PROCESSOR', boundary: 'transactional', role: 'processor', changesKey: true, threadSafe: false, hostable: false },
   repartition: { label: 'REPARTITION', boundary: 'transactional', role: 'processor', changesKey: false, threadSafe: true, hostable: true },
   cogroup: { label: 'COGROUP', boundary: 'transactional', role: 'processor', changesKey: false, threadSafe: false, hostable: true },
+  // A foreign-key table join is three stages (dsl/foreign-key-joins.ts): Kafka Streams' names.
+  fkSubscribe: { label: 'FK-JOIN-SUBSCRIPTION-REGISTRATION', boundary: 'transactional', role: 'processor', changesKey: true, threadSafe: false, hostable: true },
+  fkSubscriptionJoin: { label: 'FK-JOIN-SUBSCRIPTION-PROCESSOR', boundary: 'transactional', role: 'processor', changesKey: true, threadSafe: false, hostable: true },
+  fkResponseJoin: { label: 'FK-JOIN-OUTPUT', boundary: 'transactional', role: 'processor', changesKey: false, threadSafe: false, hostable: true },
 };
 
 /**
@@ -209,6 +216,7 @@ export type StageSpec =
       /** The processor's own key-value store, when it keeps state. */
       readonly state?: { readonly keySerde: Serde<unknown>; readonly valueSerde: Serde<unknown>; readonly store?: string };
     }
+  | ForeignKeyJoinSpec
   | { readonly kind: 'sink'; readonly topic: string }
   | { readonly kind: 'deadLetter'; readonly reason?: string }
   | {
@@ -252,3 +260,40 @@ export interface NodeRecorder {
   readonly nodes: readonly NodeDef[];
   addNode(spec: StageSpec, parents: readonly number[], userName: string | undefined, keySerde: Serde<unknown> | undefined, valueSerde: Serde<unknown> | undefined): number;
 }
+
+/**
+ * The three stages of a foreign-key table join, all named from `base` (their stores and topics).
+ * `fkSubscribe` (after the left table) sends each left row's subscription, keyed by its foreign key,
+ * and keeps the foreign key it last sent per left key; `fkSubscriptionJoin` (beside the right table)
+ * keeps the subscriptions per foreign key and answers them, and each right update, keyed by the left
+ * key; `fkResponseJoin` (beside the left table) joins an answer with the left row it was sent for.
+ */
+export type ForeignKeyJoinSpec =
+  | {
+      readonly kind: 'fkSubscribe';
+      readonly mode: 'inner' | 'left';
+      readonly base: string;
+      readonly foreignKey: ValueOnlyFn;
+      readonly leftKeySerde?: Serde<unknown>;
+      readonly leftValueSerde?: Serde<unknown>;
+      readonly foreignKeySerde?: Serde<unknown>;
+    }
+  | {
+      readonly kind: 'fkSubscriptionJoin';
+      readonly base: string;
+      readonly leftKeySerde?: Serde<unknown>;
+      /** Prepared (a registry serde's schema registered) where the join hashes left values: both its ends use it. */
+      readonly leftValueSerde?: Serde<unknown>;
+      readonly foreignKeySerde?: Serde<unknown>;
+      readonly rightValueSerde?: Serde<unknown>;
+    }
+  | {
+      readonly kind: 'fkResponseJoin';
+      readonly mode: 'inner' | 'left';
+      readonly base: string;
+      readonly foreignKey: ValueOnlyFn;
+      readonly joiner: JoinerFn;
+      readonly leftKeySerde?: Serde<unknown>;
+      readonly leftValueSerde?: Serde<unknown>;
+      readonly rightValueSerde?: Serde<unknown>;
+    };

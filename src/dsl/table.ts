@@ -5,6 +5,7 @@ import type { SuppressSpec } from './suppress.ts';
 import type { RecordContext } from './headers.ts';
 import type { JoinOptions, NamedOptions, ValueSerdeOptions, WindowSpec } from './types.ts';
 import { asSerde, type AnySerde } from './serde-typing.ts';
+import { recordForeignKeyJoin, type ForeignKeyJoinOptions } from './foreign-key-joins.ts';
 
 /**
  * A changing table: the latest value per key. Built by `builder.table`, `stream.toTable`, an
@@ -50,13 +51,44 @@ export class Table<K, V> {
   }
 
   /** A row for every key both tables have; it changes when either side does. */
-  join<VO, R>(other: Table<K, VO>, joiner: (key: K, value: V, otherValue: VO) => R, opts?: JoinOptions<R>): Table<K, R> {
-    return this.#next({ kind: 'tableTableJoin', mode: 'inner', joiner: joiner as JoinerFn }, opts, asSerde(opts?.value), [other.nodeIndex]);
+  join<VO, R>(other: Table<K, VO>, joiner: (key: K, value: V, otherValue: VO) => R, opts?: JoinOptions<R>): Table<K, R>;
+  /**
+   * Foreign-key join: a row for every row of this table whose `foreignKey(value)` is a key of the
+   * other table (dsl/foreign-key-joins.ts); keyed by this table's key.
+   */
+  join<KO, VO, R>(other: Table<KO, VO>, foreignKey: (value: V) => KO | null, joiner: (key: K, value: V, otherValue: VO) => R, opts?: ForeignKeyJoinOptions<R>): Table<K, R>;
+  join(other: Table<unknown, unknown>, second: unknown, third?: unknown, fourth?: unknown): Table<K, unknown> {
+    return this.#join('inner', other, second, third, fourth);
   }
 
   /** A row for every key of this table, joined with the other's row or null. */
-  leftJoin<VO, R>(other: Table<K, VO>, joiner: (key: K, value: V, otherValue: NoInfer<VO> | null) => R, opts?: JoinOptions<R>): Table<K, R> {
-    return this.#next({ kind: 'tableTableJoin', mode: 'left', joiner: joiner as JoinerFn }, opts, asSerde(opts?.value), [other.nodeIndex]);
+  leftJoin<VO, R>(other: Table<K, VO>, joiner: (key: K, value: V, otherValue: NoInfer<VO> | null) => R, opts?: JoinOptions<R>): Table<K, R>;
+  /** Foreign-key left join: a row for every row of this table, joined with the other's row for its foreign key, or null. */
+  leftJoin<KO, VO, R>(other: Table<KO, VO>, foreignKey: (value: V) => KO | null, joiner: (key: K, value: V, otherValue: NoInfer<VO> | null) => R, opts?: ForeignKeyJoinOptions<R>): Table<K, R>;
+  leftJoin(other: Table<unknown, unknown>, second: unknown, third?: unknown, fourth?: unknown): Table<K, unknown> {
+    return this.#join('left', other, second, third, fourth);
+  }
+
+  /** A joiner third means the second argument is a foreign-key extractor. */
+  #join(mode: 'inner' | 'left', other: Table<unknown, unknown>, second: unknown, third: unknown, fourth: unknown): Table<K, unknown> {
+    if (typeof third !== 'function') {
+      const opts = third as JoinOptions<unknown> | undefined;
+      return this.#next({ kind: 'tableTableJoin', mode, joiner: second as JoinerFn }, opts, asSerde(opts?.value), [other.nodeIndex]);
+    }
+    const opts = fourth as ForeignKeyJoinOptions<unknown> | undefined;
+    const value = asSerde(opts?.value);
+    const index = recordForeignKeyJoin(
+      { builder: this.builder, left: this as Table<unknown, unknown>, right: other },
+      {
+        mode,
+        foreignKey: second as ValueOnlyFn,
+        joiner: third as JoinerFn,
+        ...(opts?.name !== undefined ? { name: opts.name } : {}),
+        ...(value ? { valueSerde: value } : {}),
+        ...(opts?.store !== undefined ? { store: opts.store } : {}),
+      },
+    );
+    return new Table<K, unknown>(this.builder, index, this.keySerde, value);
   }
 
   /** A row for every key either table has; the missing side is null. */

@@ -30,7 +30,7 @@ import type { CoPartitionGroup, CompileOptions, CompiledGlobalTable, CompiledNod
 const NAME_RE = /^[a-zA-Z0-9._-]{1,249}$/;
 
 /** Stages whose inputs meet by key in one task: a join's sides, a cogroup's grouped streams. */
-const JOIN_KINDS: ReadonlySet<StageKind> = new Set(['streamTableJoin', 'tableTableJoin', 'streamStreamJoin', 'cogroup']);
+const JOIN_KINDS: ReadonlySet<StageKind> = new Set(['streamTableJoin', 'tableTableJoin', 'streamStreamJoin', 'cogroup', 'fkSubscriptionJoin', 'fkResponseJoin']);
 
 function isAsyncFunction(fn: unknown): boolean {
   return typeof fn === 'function' && (fn as { [Symbol.toStringTag]?: unknown })[Symbol.toStringTag] === 'AsyncFunction';
@@ -282,8 +282,11 @@ function checkTopicCycles(nodes: readonly CompiledNode[], subs: readonly Compile
   const readers = new Map<string, number[]>();
   for (const s of subs) for (const t of s.sourceTopics) (readers.get(t) ?? readers.set(t, []).get(t)!).push(s.id);
   const edges = new Map<number, { to: number; topic: string }[]>();
+  // A foreign-key join's answers go back to the sub-topology that asked: a loop no record goes round twice.
+  const answers = new Set(nodes.filter((n) => n.kind === 'fkSubscriptionJoin').flatMap((n) => n.children));
   for (const n of nodes) {
     if (n.kind !== 'sink' && n.kind !== 'repartitionSink') continue;
+    if (answers.has(n.name)) continue;
     for (const r of readers.get(n.topic!) ?? []) {
       if (r === n.subtopology) throw new SinkToOwnSourceError(n.topic!, loc(n.name));
       (edges.get(n.subtopology) ?? edges.set(n.subtopology, []).get(n.subtopology)!).push({ to: r, topic: n.topic! });

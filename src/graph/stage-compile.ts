@@ -39,8 +39,11 @@ export function isTable(n: WorkNode): boolean {
   return TABLE_KINDS.has(n.kind) || (n.spec.kind === 'aggregate' && n.spec.window === undefined && n.spec.session === undefined) || (n.spec.kind === 'cogroup' && n.spec.window === undefined);
 }
 
+/** A foreign-key join's stages: named KTABLE-FK-JOIN-… as in Kafka Streams. */
+const FOREIGN_KEY_JOIN_KINDS: ReadonlySet<StageKind> = new Set(['fkSubscribe', 'fkSubscriptionJoin', 'fkResponseJoin']);
+
 export function autoName(kind: StageKind, index: number): string {
-  const prefix = kind === 'toStream' || kind === 'tableGroupBy' || TABLE_KINDS.has(kind) ? 'KTABLE' : 'KSTREAM';
+  const prefix = kind === 'toStream' || kind === 'tableGroupBy' || TABLE_KINDS.has(kind) || FOREIGN_KEY_JOIN_KINDS.has(kind) ? 'KTABLE' : 'KSTREAM';
   return `${prefix}-${STAGE_KINDS[kind].label}-${String(index).padStart(10, '0')}`;
 }
 

@@ -4,6 +4,7 @@ import { recordId, type ExpectationModel } from './verify.ts';
 import { sessionsInput, sessionsModel } from './sessions-pipeline.ts';
 import { heartbeatsModel } from './heartbeats-pipeline.ts';
 import { slidingModel } from './sliding-pipeline.ts';
+import { foreignKeyInput, foreignKeyModel } from './foreign-key-pipeline.ts';
 
 /**
  * The example topologies the chaos harness, the demo and the benchmarks run, each with an
@@ -19,7 +20,7 @@ export interface Pipeline {
   readonly model: ExpectationModel;
 }
 
-export type PipelineName = 'orders' | 'word-count' | 'enrichment' | 'sessions' | 'heartbeats' | 'sliding';
+export type PipelineName = 'orders' | 'word-count' | 'enrichment' | 'sessions' | 'heartbeats' | 'sliding' | 'foreign-key';
 
 interface OrderLike {
   eventId: string;
@@ -226,5 +227,12 @@ export const pipelines: Record<PipelineName, Pipeline> = {
     env: (input, output) => ({ ONCEFLOW_BURSTS_INPUT: input, ONCEFLOW_BURSTS_OUTPUT: output }),
     input: sessionsInput,
     model: slidingModel(),
+  },
+  'foreign-key': {
+    name: 'foreign-key',
+    file: 'topology/order-customer-events.ts',
+    env: (input, output) => ({ ONCEFLOW_FK_EVENTS_INPUT: input, ONCEFLOW_FK_EVENTS_OUTPUT: output }),
+    input: foreignKeyInput,
+    model: foreignKeyModel(),
   },
 };

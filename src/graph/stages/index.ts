@@ -6,5 +6,6 @@ import { STREAM_STAGES } from './streams.ts';
 import { TABLE_STAGES } from './tables.ts';
 import { REPARTITION_STAGES } from './repartition.ts';
 import { COGROUP_STAGES } from './cogroup.ts';
+import { FOREIGN_KEY_JOIN_STAGES } from './foreign-key-joins.ts';
 
-export const STAGE_COMPILERS: StageCompilers = { ...STREAM_STAGES, ...TABLE_STAGES, ...JOIN_STAGES, ...STATEFUL_STAGES, ...REPARTITION_STAGES, ...COGROUP_STAGES };
+export const STAGE_COMPILERS: StageCompilers = { ...STREAM_STAGES, ...TABLE_STAGES, ...JOIN_STAGES, ...STATEFUL_STAGES, ...REPARTITION_STAGES, ...COGROUP_STAGES, ...FOREIGN_KEY_JOIN_STAGES };

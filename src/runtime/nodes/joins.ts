@@ -34,7 +34,7 @@ class JoinInput extends RuntimeNode {
   }
 }
 
-abstract class JoinNode extends RuntimeNode {
+export abstract class JoinNode extends RuntimeNode {
   readonly #inputs = new Map<string, JoinInput>();
 
   /** Parent names in order (the compiled node's): index 0 is the left side. */

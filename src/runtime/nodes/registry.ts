@@ -13,11 +13,12 @@ import { DEDUPE_AND_VERSION_NODES } from './stateful.ts';
 import { STATELESS_NODES } from './stateless.ts';
 import { SUPPRESS_NODES } from './suppress.ts';
 import { rowsOf, TABLE_NODES } from './tables.ts';
+import { FOREIGN_KEY_JOIN_NODES } from './foreign-key-joins.ts';
 import type { RuntimeNode } from './runtime-node.ts';
 import { REPARTITION_NODES } from './repartition.ts';
 import { COGROUP_NODES } from './cogroup.ts';
 
-const FACTORIES = { ...STATELESS_NODES, ...DEDUPE_AND_VERSION_NODES, ...AGGREGATE_NODES, ...TABLE_NODES, ...JOIN_NODES, ...SUPPRESS_NODES, ...PROCESS_NODES, ...REPARTITION_NODES, ...COGROUP_NODES } satisfies Record<StageKind, NodeFactory>;
+const FACTORIES = { ...STATELESS_NODES, ...DEDUPE_AND_VERSION_NODES, ...AGGREGATE_NODES, ...TABLE_NODES, ...JOIN_NODES, ...SUPPRESS_NODES, ...PROCESS_NODES, ...REPARTITION_NODES, ...COGROUP_NODES, ...FOREIGN_KEY_JOIN_NODES } satisfies Record<StageKind, NodeFactory>;
 
 type StoreOf = (name: string) => { store: TransactionalStore; spec: CompiledStore };
 
