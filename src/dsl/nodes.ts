@@ -4,6 +4,7 @@ import type { SessionWindowSpec } from './session-windows.ts';
 import type { SuppressSpec } from './suppress.ts';
 import type { PunctuationSpec, ProcessFn } from './processor.ts';
 import type { RecordContext } from './headers.ts';
+import type { VersionedStoreSpec } from '../state/versioned.ts';
 
 /**
  * The graph the DSL records. Stage functions are stored with `unknown` parameters: the fluent
@@ -164,7 +165,8 @@ export type StageSpec =
       readonly calls?: readonly ((...args: never[]) => unknown)[];
     }
   | { readonly kind: 'toStream' }
-  | { readonly kind: 'toTable'; readonly store?: string }
+  /** `versioned`: the store keeps each key's history (state/versioned.ts), and stream-table joins read the version valid at the stream record's timestamp. */
+  | { readonly kind: 'toTable'; readonly store?: string; readonly versioned?: VersionedStoreSpec }
   | { readonly kind: 'tableFilter'; readonly fn: KeyValueFn; readonly negate: boolean }
   | { readonly kind: 'tableMapValues'; readonly fn: ValueOnlyFn }
   /**

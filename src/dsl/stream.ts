@@ -151,7 +151,7 @@ export class Stream<K, V> {
   toTable(opts?: ToTableOptions<K, V>): Table<K, V> {
     const key = asSerde(opts?.key) ?? this.keySerde;
     const value = asSerde(opts?.value) ?? this.valueSerde;
-    const spec: StageSpec = { kind: 'toTable', ...(opts?.store !== undefined ? { store: opts.store } : {}) };
+    const spec: StageSpec = { kind: 'toTable', ...(opts?.store !== undefined ? { store: opts.store } : {}), ...(opts?.versioned !== undefined ? { versioned: opts.versioned } : {}) };
     const index = this.builder.addNode(spec, [this.nodeIndex], opts?.name, key as AnySerde | undefined, value as AnySerde | undefined);
     return new Table<K, V>(this.builder, index, key, value);
   }

@@ -155,6 +155,8 @@ export interface TableSourceOptions<K, V> extends NamedOptions {
   readonly value: Serde<V>;
   /** Store name (defaults to `name`, else derived from the node name). */
   readonly store?: string;
+  /** Keep each key's past values too (see VersionedTableOptions). */
+  readonly versioned?: VersionedTableOptions;
 }
 
 export interface ToTableOptions<K, V> extends NamedOptions {
@@ -162,6 +164,18 @@ export interface ToTableOptions<K, V> extends NamedOptions {
   readonly key?: SerdeFor<K>;
   readonly value?: SerdeFor<V>;
   readonly store?: string;
+  /** Keep each key's past values too (see VersionedTableOptions). */
+  readonly versioned?: VersionedTableOptions;
+}
+
+/**
+ * A versioned table (Kafka Streams' versioned store, KIP-889/914) keeps, per key, every value it had
+ * within `historyRetentionMs` of stream time. A stream joined with it is joined with the row valid at
+ * each stream record's timestamp, not the latest; an update older than the key's latest goes into
+ * the history without changing the table.
+ */
+export interface VersionedTableOptions {
+  readonly historyRetentionMs: number;
 }
 
 export interface JoinOptions<R> extends NamedOptions {

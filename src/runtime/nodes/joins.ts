@@ -62,7 +62,11 @@ abstract class JoinNode extends RuntimeNode {
   }
 }
 
-/** Stream records look the table's row up as of their processing; the table's own updates emit nothing. */
+/**
+ * Stream records look the table's row up as of their processing, or in a versioned table as of their
+ * own timestamp (a late or replayed record meets the row it would have met on time); the table's own
+ * updates emit nothing.
+ */
 export class StreamTableJoinNode extends JoinNode {
   readonly #mode = (this.node.spec as Spec<'streamTableJoin'>).mode;
 
@@ -75,7 +79,7 @@ export class StreamTableJoinNode extends JoinNode {
       this.task.metrics.nullKeysDropped++;
       return;
     }
-    const row = table.row(key);
+    const row = table.rowAsOf === undefined ? table.row(key) : table.rowAsOf(key, this.task.timestamp);
     if (row === undefined) {
       this.countMiss();
       if (this.#mode === 'inner') return;

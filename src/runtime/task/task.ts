@@ -317,6 +317,11 @@ export class Task {
     return this.#stores.get(store, key);
   }
 
+  /** A versioned store's value of `key` at `asOf` (uncommitted included). */
+  getAsOf(store: string, key: unknown, asOf: number): unknown {
+    return this.#stores.getAsOf(store, key, asOf);
+  }
+
   /** Reads a store's committed state only, never the open transaction's writes: what interactive queries answer from. */
   reader(store: string): StoreReader {
     return this.#stores.reader(store);
