@@ -35,17 +35,26 @@ class JoinInput extends RuntimeNode {
 }
 
 abstract class JoinNode extends RuntimeNode {
-  readonly #inputs = new Map<string, JoinInput>();
+  /** Per parent, its inputs in order: a self-join (`stream.join(stream, ...)`) has one parent on both sides. */
+  readonly #inputs = new Map<string, JoinInput[]>();
 
   /** Parent names in order (the compiled node's): index 0 is the left side. */
   protected constructor(task: TaskState, node: CompiledNode, handlers: readonly SideHandler[]) {
     super(task, node);
-    node.parents.forEach((parent, i) => this.#inputs.set(parent, new JoinInput(task, node, handlers[i]!)));
+    node.parents.forEach((parent, i) => {
+      const input = new JoinInput(task, node, handlers[i]!);
+      this.#inputs.set(parent, [...(this.#inputs.get(parent) ?? []), input]);
+    });
   }
 
-  /** The inputs' handlers forward through the join itself, to its children. */
-  override inputFrom(parent: string): RuntimeNode {
-    return this.#inputs.get(parent)!;
+  /**
+   * The inputs' handlers forward through the join itself, to its children. A self-join's parent lists
+   * the join twice among its children, left side first, so each record joins as the left side (with
+   * the earlier records) and then as the right side (with the earlier ones and itself), which gives
+   * Kafka Streams' self-join results: every ordered pair within the window, each record with itself.
+   */
+  override inputFrom(parent: string, occurrence: number): RuntimeNode {
+    return this.#inputs.get(parent)![occurrence]!;
   }
 
   /** A join stage is only reached through its inputs. */

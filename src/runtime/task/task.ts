@@ -53,7 +53,7 @@ export class Task {
       if (n.kind === 'source' || n.kind === 'repartitionSource') this.#sources.set(n.topic!, node as SourceNode);
       if (n.stores.length > 0) this.#stateful.push(node);
     }
-    for (const n of sub.nodes) rt.get(n.name)!.children = n.children.map((c) => rt.get(c)!.inputFrom(n.name));
+    for (const n of sub.nodes) rt.get(n.name)!.children = n.children.map((c, i) => rt.get(c)!.inputFrom(n.name, n.children.slice(0, i).filter((earlier) => earlier === c).length));
     this.#caching = this.#state.caching;
     this.#punctuating = this.#state.punctuating;
   }
