@@ -56,6 +56,7 @@ export class TaskManager {
       const p = this.restoring.get(task)?.find((r) => r.store === store);
       if (p) p.position = offset + 1;
     },
+    skipped: (_task, store, r) => this.services.emit({ type: 'table-record-not-restored', store, topic: r.topic, partition: r.partition, offset: r.offset, code: r.code, message: r.message }),
   };
   /**
    * False from a rollback until the next commit: a fenced zombie's successor may already be writing the

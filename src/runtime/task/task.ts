@@ -13,6 +13,7 @@ import { TaskBusyError, UnknownSourceTopicError, UnknownSubtopologyError } from 
 import type { RuntimeNode } from '../nodes/runtime-node.ts';
 import type { Step } from '../nodes/step.ts';
 import { StageFailure } from '../nodes/node-errors.ts';
+import { checkTableSourceRecord, type RestoreRejection } from './table-source-restore.ts';
 
 /** A task's id: its sub-topology and the partition of its sources it reads (state directories are named after it). */
 export const taskId = (subtopology: number, partition: number): string => `${subtopology}_${partition}`;
@@ -136,6 +137,12 @@ export class Task {
   /** The changelog partitions to replay through `restore` before the first `process`. */
   get changelogs(): readonly ChangelogPartition[] {
     return this.#stores.changelogs;
+  }
+
+  /** A record of a table's source topic that its serdes refuse is not restored (table-source-restore.ts). */
+  checkRestored(store: string, key: Buffer, value: Buffer | null): RestoreRejection | undefined | Promise<RestoreRejection | undefined> {
+    const { spec } = this.#stores.of(store);
+    return spec.sourceTopicChangelog ? checkTableSourceRecord(spec, key, value) : undefined;
   }
 
   /** Applies one changelog record (null value = tombstone) to committed state. */
