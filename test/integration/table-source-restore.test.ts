@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
 import { TopologyBuilder } from '../../src/dsl/topology-builder.ts';
 import { compile } from '../../src/graph/index.ts';
 import { produceRecords } from '../../src/kafka/produce-records.ts';
@@ -10,6 +13,10 @@ import { Worker } from '../../src/runtime/worker/worker.ts';
 import { jsonSerde, stringSerde } from '../../src/serdes/index.ts';
 import { waitCaughtUp } from '../../src/verify/progress.ts';
 import { DEAD_LETTER } from '../../src/core/headers.ts';
+import { readCheckpoint } from '../../src/state/lmdb-store.ts';
+
+const stateDir = mkdtempSync(join(tmpdir(), 'onceflow-table-source-state-'));
+after(() => rmSync(stateDir, { recursive: true, force: true }));
 import { createTopics, testCluster, uniqueName } from '../support/cluster.ts';
 
 const record = (key: string, value: string | null, timestamp: number) => ({ key: Buffer.from(key), value: value === null ? null : Buffer.from(value), timestamp });
@@ -33,7 +40,6 @@ test('a restart restores a table from its source topic without the record its se
   const compiled = compile(app);
   const base = Date.now() - 60_000;
   const caughtUp = () => waitCaughtUp({ bootstrap, groupId: appId, plainTopics: [t.customers, t.orders, t.rates, t.payments], stableMs: 1_000 });
-  const values = async (topic: string) => (await readTopic(bootstrap, topic, { isolation: 'read_committed' })).map((r) => r.value!.toString());
   const run = async (instanceId: string, body: () => Promise<void>): Promise<WorkerEvent[]> => {
     const worker = new Worker(runtimeTopology(compiled), { bootstrap, appId, instanceId });
     const events: WorkerEvent[] = [];
@@ -80,3 +86,50 @@ test('a restart restores a table from its source topic without the record its se
     'dead-lettered once, when processed, naming its topic and offset; not again at the restore',
   );
 });
+
+test("a persistent store of a table read from a topic is checkpointed at the group's committed offset: a restart restores only what lies past it, and joins as before", async () => {
+  const { bootstrap } = testCluster();
+  const t = { customers: uniqueName('pcustomers'), orders: uniqueName('porders'), out: uniqueName('porders-out') };
+  const appId = uniqueName('app-table-checkpoint');
+  await createTopics(bootstrap, Object.values(t).map((name) => ({ name, partitions: 1 })));
+  const app = new TopologyBuilder({ appId });
+  const customers = app.table(t.customers, { key: stringSerde, value: stringSerde, store: 'customers' });
+  app
+    .stream(t.orders, { key: stringSerde, value: stringSerde })
+    .join(customers, (_k, order, customer) => `${order}:${customer}`, { value: stringSerde })
+    .to(t.out);
+  const compiled = compile(app);
+  const rows = 3_000;
+  const caughtUp = () => waitCaughtUp({ bootstrap, groupId: appId, plainTopics: [t.customers, t.orders], stableMs: 1_000 });
+  const start = async (): Promise<{ worker: Worker; restored: Promise<WorkerEvent> }> => {
+    const worker = new Worker(runtimeTopology(compiled), { bootstrap, appId, instanceId: 'only', stateStore: 'persistent', stateDir });
+    const restored = new Promise<WorkerEvent>((resolve) => worker.on('event', (e: WorkerEvent) => e.type === 'restored' && resolve(e)));
+    await worker.start();
+    return { worker, restored };
+  };
+
+  await produceRecords(bootstrap, t.customers, Array.from({ length: rows }, (_, i) => record(`c${i}`, `name${i}`, Date.now())));
+  const first = await start();
+  await caughtUp();
+  await first.worker.stop();
+  const checkpoint = readCheckpoint(join(stateDir, appId, 'only', '0_0'));
+  assert.equal(checkpoint?.get(`${t.customers}\u00000`), rows, 'a clean stop checkpoints the table at the committed offset of its source topic');
+
+  await produceRecords(bootstrap, t.customers, [record('c7', 'renamed', Date.now()), record('new', 'newcomer', Date.now())]);
+  const second = await start();
+  try {
+    const restored = await second.restored;
+    assert.ok(restored.type === 'restored');
+    assert.equal(restored.fromCheckpoint, 1);
+    assert.equal(restored.records, 0, 'nothing to restore: the store stands where the group committed, and the 2 new rows are processed, not restored');
+    await produceRecords(bootstrap, t.orders, [record('c7', 'o1', Date.now()), record('new', 'o2', Date.now()), record(`c${rows - 1}`, 'o3', Date.now())]);
+    await caughtUp();
+  } finally {
+    await second.worker.stop();
+  }
+  assert.deepEqual(await values(t.out), ['o1:renamed', 'o2:newcomer', `o3:name${rows - 1}`]);
+});
+
+async function values(topic: string): Promise<string[]> {
+  return (await readTopic(testCluster().bootstrap, topic, { isolation: 'read_committed' })).map((r) => r.value!.toString());
+}

@@ -13,7 +13,7 @@ export interface ChangelogPartition {
   readonly store: string;
   readonly topic: string;
   readonly partition: number;
-  /** The table's source topic: restored up to the group's committed offset, never written, never checkpointed. */
+  /** The table's source topic: restored up to the group's committed offset, never written, checkpointed at that offset. */
   readonly sourceTopic?: boolean;
 }
 
