@@ -176,7 +176,19 @@ export type StageSpec =
    */
   | { readonly kind: 'tableGroupBy'; readonly fn: KeyValueFn; readonly rowKeySerde?: Serde<unknown>; readonly rowValueSerde?: Serde<unknown>; readonly store?: string }
   /** The second parent is the table; its updates alone emit nothing. */
-  | { readonly kind: 'streamTableJoin'; readonly mode: 'inner' | 'left'; readonly joiner: JoinerFn }
+  /**
+   * `graceMs` (Kafka Streams' KIP-923, a versioned table only): stream records wait in a buffer store until
+   * stream time passes their timestamp + grace, then join in timestamp order; `keySerde` / `valueSerde` are the buffer's.
+   */
+  | {
+      readonly kind: 'streamTableJoin';
+      readonly mode: 'inner' | 'left';
+      readonly joiner: JoinerFn;
+      readonly graceMs?: number;
+      readonly store?: string;
+      readonly keySerde?: Serde<unknown>;
+      readonly valueSerde?: Serde<unknown>;
+    }
   | { readonly kind: 'tableTableJoin'; readonly mode: JoinMode; readonly joiner: JoinerFn }
   | {
       readonly kind: 'streamStreamJoin';

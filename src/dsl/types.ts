@@ -183,6 +183,19 @@ export interface JoinOptions<R> extends NamedOptions {
   readonly value?: SerdeFor<R>;
 }
 
+/** A stream joined with a table. */
+export interface StreamTableJoinOptions<R> extends JoinOptions<R> {
+  /**
+   * A versioned table only (KIP-923): each stream record waits until stream time is `graceMs` past its
+   * timestamp, so that table updates arriving a little late are in the table's history when it joins;
+   * the waiting records are joined in timestamp order. A record already that late joins at once.
+   * At most the table's historyRetentionMs.
+   */
+  readonly graceMs?: number;
+  /** Name of the store the waiting records are kept in (changelogged); defaults to `<join name>-buffer`. */
+  readonly store?: string;
+}
+
 export interface StreamJoinOptions<K, V, VO, R> extends JoinOptions<R> {
   /** Serdes the join's window stores keep each side's records in; default: those the streams carry. */
   readonly key?: SerdeFor<K>;

@@ -8,6 +8,7 @@ import type { TaskState } from './task-state.ts';
 import type { NodeFactory } from './node-factory.ts';
 import { AGGREGATE_NODES } from './aggregates.ts';
 import { JOIN_NODES } from './joins.ts';
+import { STREAM_TABLE_JOIN_NODES } from './stream-table-joins.ts';
 import { PROCESS_NODES } from './process.ts';
 import { DEDUPE_AND_VERSION_NODES } from './stateful.ts';
 import { STATELESS_NODES } from './stateless.ts';
@@ -15,7 +16,7 @@ import { SUPPRESS_NODES } from './suppress.ts';
 import { rowsOf, TABLE_NODES } from './tables.ts';
 import type { RuntimeNode } from './runtime-node.ts';
 
-const FACTORIES = { ...STATELESS_NODES, ...DEDUPE_AND_VERSION_NODES, ...AGGREGATE_NODES, ...TABLE_NODES, ...JOIN_NODES, ...SUPPRESS_NODES, ...PROCESS_NODES } satisfies Record<StageKind, NodeFactory>;
+const FACTORIES = { ...STATELESS_NODES, ...DEDUPE_AND_VERSION_NODES, ...AGGREGATE_NODES, ...TABLE_NODES, ...JOIN_NODES, ...STREAM_TABLE_JOIN_NODES, ...SUPPRESS_NODES, ...PROCESS_NODES } satisfies Record<StageKind, NodeFactory>;
 
 type StoreOf = (name: string) => { store: TransactionalStore; spec: CompiledStore };
 
