@@ -91,6 +91,7 @@ export class StoreReader {
   /** A versioned store's value of `key` at `asOf`, as long as its history still holds that time. */
   getAsOf(key: unknown, asOf: number): unknown {
     if (!this.spec.versioned) throw new StoreQueryError('QUERY_NOT_VERSIONED', `store ${this.spec.name} keeps no history: get the key's latest value instead`);
+    if (!Number.isSafeInteger(asOf)) throw new StoreQueryError('QUERY_RANGE_INVALID', `store ${this.spec.name}: asOf must be a timestamp in milliseconds, got ${asOf}`);
     const history = this.committed.get(this.keyBytes(key));
     const v = history === undefined ? undefined : valueAsOf(history, asOf, Number.NEGATIVE_INFINITY);
     return v === undefined ? undefined : this.spec.valueSerde.deserialize(v, this.#valueCtx);

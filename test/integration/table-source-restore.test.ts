@@ -18,6 +18,8 @@ import { readCheckpoint } from '../../src/state/lmdb-store.ts';
 const stateDir = mkdtempSync(join(tmpdir(), 'onceflow-table-source-state-'));
 after(() => rmSync(stateDir, { recursive: true, force: true }));
 import { createTopics, testCluster, uniqueName } from '../support/cluster.ts';
+import { freePort } from '../support/ports.ts';
+import { startObservability } from '../../src/observability/health.ts';
 
 const record = (key: string, value: string | null, timestamp: number) => ({ key: Buffer.from(key), value: value === null ? null : Buffer.from(value), timestamp });
 
@@ -40,13 +42,13 @@ test('a restart restores a table from its source topic without the record its se
   const compiled = compile(app);
   const base = Date.now() - 60_000;
   const caughtUp = () => waitCaughtUp({ bootstrap, groupId: appId, plainTopics: [t.customers, t.orders, t.rates, t.payments], stableMs: 1_000 });
-  const run = async (instanceId: string, body: () => Promise<void>): Promise<WorkerEvent[]> => {
+  const run = async (instanceId: string, body: (worker: Worker) => Promise<void>): Promise<WorkerEvent[]> => {
     const worker = new Worker(runtimeTopology(compiled), { bootstrap, appId, instanceId });
     const events: WorkerEvent[] = [];
     worker.on('event', (e: WorkerEvent) => events.push(e));
     await worker.start();
     try {
-      await body();
+      await body(worker);
     } finally {
       await worker.stop();
     }
@@ -64,12 +66,28 @@ test('a restart restores a table from its source topic without the record its se
   assert.deepEqual(await values(t.out), ['o1:ann'], 'the undecodable row left the previous one in place');
   assert.deepEqual(await values(t.priced), ['p4@103']);
 
-  const events = await run('second', async () => {
+  const events = await run('second', async (worker) => {
     await caughtUp();
     await produceRecords(bootstrap, t.orders, [record('c1', 'o2', base + 20)]);
     // Out of order: it must meet the rate valid at its time, which only the restored history has.
     await produceRecords(bootstrap, t.payments, [record('eur', 'p2', base + 2_000)]);
     await caughtUp();
+    const port = await freePort();
+    const http = await startObservability(worker, { port, host: '127.0.0.1', readyWithoutPartitions: true });
+    try {
+      const get = async (path: string) => {
+        const res = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(30_000) });
+        return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+      };
+      assert.equal((await get('/stores/rates/eur')).body.value, 103, 'interactive queries answer the latest version');
+      assert.equal((await get(`/stores/rates/eur?asOf=${base + 2_000}`)).body.value, 100, 'and, with asOf, the version valid then');
+      assert.equal((await get(`/stores/rates/eur?asOf=${base - 1}`)).status, 404, 'no version before the first');
+      assert.deepEqual([(await get('/stores/rates/eur?asOf=soon')).status, (await get('/stores/rates/eur?asOf=soon')).body.code], [400, 'QUERY_RANGE_INVALID']);
+      assert.deepEqual([(await get('/stores/customers/c1?asOf=1')).status, (await get('/stores/customers/c1?asOf=1')).body.code], [400, 'QUERY_NOT_VERSIONED']);
+      assert.ok(((await get('/stores')).body.stores as { name: string; versioned?: boolean }[]).some((st) => st.name === 'rates' && st.versioned === true));
+    } finally {
+      await http.close();
+    }
   });
   assert.deepEqual(await values(t.out), ['o1:ann', 'o2:ann'], 'the restored table has no row its join cannot decode');
   assert.deepEqual(await values(t.priced), ['p4@103', 'p2@100'], 'the versioned table came back with its history');
