@@ -9,7 +9,7 @@ function totals(driver: TopologyTestDriver): Record<string, string> {
   return Object.fromEntries(driver.store<string, number>('segment-totals').entries().map(([k, v]) => [k, String(v)]).sort());
 }
 
-test("the chaos harness's versioned enrichment model and the topology agree on every segment total (3 partitions, out-of-order and late events, poison dead-lettered)", () => {
+test("the chaos harness's versioned enrichment model and the topology agree on every segment total (3 partitions, out-of-order and late events, orders waiting out a grace period, poison dead-lettered)", () => {
   const pipeline = pipelines['enrichment-versioned'];
   const driver = new TopologyTestDriver(enrichmentVersionedTopology({ input: 'events', output: 'totals' }), { partitions: 3 });
   const input = pipeline.input({ records: 4_000, seed: 11, poison: 5, startAt: 1_000_000 });
