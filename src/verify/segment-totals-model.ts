@@ -1,7 +1,7 @@
 import type { IncomingRecord } from '../core/records.ts';
 import { recordId, type ExpectationModel } from './verify.ts';
 
-/** What an enrichment model computes from the input: the orders that join a customer, and the amounts per segment. */
+/** What an enrichment model computes from the input: the input records whose processing sends a joined order on, and the amounts per segment. */
 export interface SegmentTotals {
   readonly joined: readonly IncomingRecord[];
   readonly totals: ReadonlyMap<string, number>;

@@ -43,7 +43,8 @@ interface Order {
  * An order joins, when it does, the version of its customer valid at its time (the newest one from its
  * time or before among the updates counted so far), nothing when it is behind the horizon then or no
  * version is valid at its time; its amount counts toward that version's segment. Orders still waiting
- * at the end of the input join nothing.
+ * at the end of the input join nothing. A waiting order's result is sent while the event that let it go
+ * is processed, so its lineage names that event, as the results of a window closing do.
  */
 function run(inputs: readonly IncomingRecord[]): SegmentTotals {
   const ordered = [...inputs].sort((a, b) => a.partition - b.partition || a.offset - b.offset);
@@ -53,12 +54,13 @@ function run(inputs: readonly IncomingRecord[]): SegmentTotals {
   const joined: IncomingRecord[] = [];
   const totals = new Map<string, number>();
   const historyOf = (customerId: string) => versions.get(customerId) ?? versions.set(customerId, new Map()).get(customerId)!;
-  const join = (order: Order, now: number): void => {
+  /** `by`: the input record being processed when the order joins, which its result stands for. */
+  const join = (order: Order, now: number, by: IncomingRecord): void => {
     if (order.at < now - HISTORY_RETENTION_MS) return;
     const history = historyOf(order.customerId);
     const segment = history.get(Math.max(...[...history.keys()].filter((t) => t <= order.at)));
     if (segment === undefined) return;
-    joined.push(order.record);
+    joined.push(by);
     totals.set(segment, (totals.get(segment) ?? 0) + order.amount);
   };
   for (const r of ordered) {
@@ -69,14 +71,14 @@ function run(inputs: readonly IncomingRecord[]): SegmentTotals {
     const held = waiting.get(r.partition) ?? [];
     const due = held.filter((o) => o.at + GRACE_MS <= now).sort((a, b) => a.at - b.at || a.record.offset - b.record.offset);
     waiting.set(r.partition, held.filter((o) => o.at + GRACE_MS > now));
-    for (const o of due) join(o, now);
+    for (const o of due) join(o, now, r);
     const customerId = r.key?.toString() ?? '';
     if (e.type === 'customer') {
       if (e.at >= now - HISTORY_RETENTION_MS) historyOf(customerId).set(e.at, e.segment ?? '');
       continue;
     }
     const order: Order = { record: r, customerId, at: e.at, amount: e.amount ?? 0 };
-    if (e.at + GRACE_MS <= now) join(order, now);
+    if (e.at + GRACE_MS <= now) join(order, now, r);
     else waiting.get(r.partition)!.push(order);
   }
   return { joined, totals };
