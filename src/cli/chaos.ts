@@ -22,7 +22,7 @@ export function registerChaos(program: Command): void {
     .option('--poison <n>', 'malformed records to inject', intAtLeast(0), 0)
     .option('--seed <n>', 'fixes the input and the kill schedule', intAtLeast(0), 42)
     .addOption(new Option('--guarantee <g>', 'processing guarantee').choices(['exactly_once', 'at_least_once']).default('exactly_once'))
-    .addOption(new Option('--topology <name>', 'the example topology to run').choices(['orders', 'word-count', 'enrichment', 'sessions', 'heartbeats', 'sliding', 'foreign-key']).default('orders'))
+    .addOption(new Option('--topology <name>', 'the example topology to run').choices(['orders', 'word-count', 'enrichment', 'sessions', 'heartbeats', 'sliding', 'foreign-key', 'enrichment-versioned']).default('orders'))
     .option('--feed-ms <ms>', 'how long the input keeps arriving', intAtLeast(0), 20000)
     .option('--event-time-age <age>', 'stamp the input that long before now (30d, 12h, 90m, 45s, ms): every schedule as a backfill of old records', durationMs, 0)
     .option('--backlog', 'write the whole input before the workers start (kills still land over --feed-ms)')

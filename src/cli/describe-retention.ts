@@ -8,7 +8,7 @@ import type { CompiledNode } from '../graph/types.ts';
 import type { StoreKind } from '../state/store.ts';
 
 /** Stores whose node emits results of many records (not the record itself, as dedupe and version guards do). */
-const AGGREGATING: ReadonlySet<StoreKind> = new Set<StoreKind>(['key-value', 'window', 'session', 'suppress', 'join-window']);
+const AGGREGATING: ReadonlySet<StoreKind> = new Set<StoreKind>(['key-value', 'window', 'session', 'suppress', 'join-window', 'versioned']);
 
 export interface EventTimeOutput {
   readonly topic: string;

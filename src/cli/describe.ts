@@ -50,7 +50,7 @@ export interface TopologyDescription {
       readonly idempotencyKey?: string;
     } & TimeDetails)[];
   }[];
-  readonly stores: readonly ({ readonly name: string; readonly kind: string; readonly node: string; readonly subtopology: number; readonly changelogTopic: string; readonly sourceTopicChangelog?: boolean; readonly window?: { readonly type: string; readonly sizeMs: number; readonly advanceMs: number; readonly graceMs: number; readonly emitFinal: boolean } } & ReturnType<typeof sessionJson>)[];
+  readonly stores: readonly ({ readonly name: string; readonly kind: string; readonly node: string; readonly subtopology: number; readonly changelogTopic: string; readonly sourceTopicChangelog?: boolean; readonly window?: { readonly type: string; readonly sizeMs: number; readonly advanceMs: number; readonly graceMs: number; readonly emitFinal: boolean }; readonly versioned?: { readonly historyRetentionMs: number } } & ReturnType<typeof sessionJson>)[];
   /** `brokerConfig`: the shown configs as the broker applies them, for a topic it has (with a bootstrap only). */
   readonly topics: readonly (CompiledTopology['topics'][number] & { readonly brokerConfig?: Readonly<Record<string, string>> })[];
   /** With a bootstrap: the broker the configs were read from, or why they could not be. */
@@ -133,6 +133,7 @@ export function describeJson(c: CompiledTopology, reading?: TopicConfigReading):
       ...(s.sourceTopicChangelog ? { sourceTopicChangelog: true } : {}),
       ...(s.window ? { window: { type: s.window.type, sizeMs: s.window.sizeMs, advanceMs: s.window.advanceMs, graceMs: s.window.graceMs, emitFinal: s.window.emitFinal } } : {}),
       ...sessionJson(s),
+      ...(s.versioned ? { versioned: { historyRetentionMs: s.versioned.historyRetentionMs } } : {}),
     })),
     topics: c.topics.map((t) => {
       const read = brokerConfig(t, reading);
@@ -171,7 +172,7 @@ export function describeText(c: CompiledTopology, reading?: TopicConfigReading):
   lines.push('Stores:');
   if (c.stores.size === 0) lines.push('  (none)');
   for (const s of c.stores.values()) {
-    lines.push(`  ${s.name} (${s.kind}, node ${s.node}, sub-topology ${s.subtopology}, changelog ${s.changelogTopic}${s.sourceTopicChangelog ? ' (its source topic)' : ''}${windowText(s)})`);
+    lines.push(`  ${s.name} (${s.kind}, node ${s.node}, sub-topology ${s.subtopology}, changelog ${s.changelogTopic}${s.sourceTopicChangelog ? ' (its source topic)' : ''}${windowText(s)}${s.versioned ? `, history retention ${s.versioned.historyRetentionMs}ms` : ''})`);
   }
   if (c.stores.size > 0) {
     lines.push('  (interactive queries, on a replica run with --http-port: GET /stores/<store>/<key>, a window store\'s windows of a key, /stores/<store>?prefix=; /metadata/<store>/<key>?route=1 from any replica with --advertised-url)');
@@ -209,7 +210,7 @@ export function describeMermaid(c: CompiledTopology): string {
     for (const n of s.nodes) {
       const id = ids.get(n.name)!;
       const windows = n.stores.map((st) => windowText(c.stores.get(st)!).replace(/^, /, '')).filter((w) => w !== '');
-      const extra = `${n.stores.length > 0 ? `<br/>stores: ${n.stores.join(', ')}` : ''}${windows.map((w) => `<br/>${w}`).join('')}`;
+      const extra = `${n.stores.length > 0 ? `<br/>stores: ${n.stores.map((st) => (c.stores.get(st)?.versioned ? `${st} (versioned)` : st)).join(', ')}` : ''}${windows.map((w) => `<br/>${w}`).join('')}`;
       const eos = n.boundary === 'external' ? '<br/>outside the transaction: at-least-once' : '';
       lines.push(`    ${id}["${mermaidLabel(n.name)}<br/>${n.kind}${extra}${eos}"]`);
       if (n.boundary === 'external') external.push(id);

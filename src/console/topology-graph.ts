@@ -101,7 +101,7 @@ export function topologyGraph(d: TopologyDescription): TopologyGraph {
       name: st.name,
       sublabel: `${st.kind} store`,
       subtopology: st.subtopology,
-      details: [['name', st.name], ['type', `${st.kind} store`], ['stage', st.node], ['sub-topology', String(st.subtopology)], ['changelog', `${st.changelogTopic}${st.sourceTopicChangelog ? ' (its source topic)' : ''}`], ...(window ? [['window', window] as [string, string]] : [])],
+      details: [['name', st.name], ['type', `${st.kind} store`], ['stage', st.node], ['sub-topology', String(st.subtopology)], ['changelog', `${st.changelogTopic}${st.sourceTopicChangelog ? ' (its source topic)' : ''}`], ...(window ? [['window', window] as [string, string]] : []), ...(st.versioned ? [['history retention', `${st.versioned.historyRetentionMs} ms`] as [string, string]] : [])],
     });
     edges.push({ from: stageId(st.node), to: storeId(st.name), style: 'state' });
     if (!st.sourceTopicChangelog) edges.push({ from: storeId(st.name), to: topicId(st.changelogTopic), style: 'state' });

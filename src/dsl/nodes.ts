@@ -4,6 +4,7 @@ import type { SessionWindowSpec } from './session-windows.ts';
 import type { SuppressSpec } from './suppress.ts';
 import type { PunctuationSpec, ProcessFn } from './processor.ts';
 import type { RecordContext } from './headers.ts';
+import type { VersionedStoreSpec } from '../state/versioned.ts';
 
 /**
  * The graph the DSL records. Stage functions are stored with `unknown` parameters: the fluent
@@ -181,7 +182,8 @@ export type StageSpec =
       readonly calls?: readonly ((...args: never[]) => unknown)[];
     }
   | { readonly kind: 'toStream' }
-  | { readonly kind: 'toTable'; readonly store?: string }
+  /** `versioned`: the store keeps each key's history (state/versioned.ts), and stream-table joins read the version valid at the stream record's timestamp. */
+  | { readonly kind: 'toTable'; readonly store?: string; readonly versioned?: VersionedStoreSpec }
   | { readonly kind: 'tableFilter'; readonly fn: KeyValueFn; readonly negate: boolean }
   | { readonly kind: 'tableMapValues'; readonly fn: ValueOnlyFn }
   /**
@@ -191,7 +193,19 @@ export type StageSpec =
    */
   | { readonly kind: 'tableGroupBy'; readonly fn: KeyValueFn; readonly rowKeySerde?: Serde<unknown>; readonly rowValueSerde?: Serde<unknown>; readonly store?: string }
   /** The second parent is the table; its updates alone emit nothing. */
-  | { readonly kind: 'streamTableJoin'; readonly mode: 'inner' | 'left'; readonly joiner: JoinerFn }
+  /**
+   * `graceMs` (Kafka Streams' KIP-923, a versioned table only): stream records wait in a buffer store until
+   * stream time passes their timestamp + grace, then join in timestamp order; `keySerde` / `valueSerde` are the buffer's.
+   */
+  | {
+      readonly kind: 'streamTableJoin';
+      readonly mode: 'inner' | 'left';
+      readonly joiner: JoinerFn;
+      readonly graceMs?: number;
+      readonly store?: string;
+      readonly keySerde?: Serde<unknown>;
+      readonly valueSerde?: Serde<unknown>;
+    }
   | { readonly kind: 'tableTableJoin'; readonly mode: JoinMode; readonly joiner: JoinerFn }
   | {
       readonly kind: 'streamStreamJoin';

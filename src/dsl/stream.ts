@@ -12,6 +12,7 @@ import type {
   GroupByOptions,
   JoinOptions,
   StreamJoinOptions,
+  StreamTableJoinOptions,
   ToTableOptions,
   KeySerdeOptions,
   KeyValue,
@@ -151,7 +152,7 @@ export class Stream<K, V> {
   toTable(opts?: ToTableOptions<K, V>): Table<K, V> {
     const key = asSerde(opts?.key) ?? this.keySerde;
     const value = asSerde(opts?.value) ?? this.valueSerde;
-    const spec: StageSpec = { kind: 'toTable', ...(opts?.store !== undefined ? { store: opts.store } : {}) };
+    const spec: StageSpec = { kind: 'toTable', ...(opts?.store !== undefined ? { store: opts.store } : {}), ...(opts?.versioned !== undefined ? { versioned: opts.versioned } : {}) };
     const index = this.builder.addNode(spec, [this.nodeIndex], opts?.name, key as AnySerde | undefined, value as AnySerde | undefined);
     return new Table<K, V>(this.builder, index, key, value);
   }
@@ -161,7 +162,7 @@ export class Stream<K, V> {
    * nothing); records without a row are dropped. Both inputs must be co-partitioned; a re-keyed
    * stream is repartitioned first.
    */
-  join<T, R>(table: Table<K, T> | Table<K | null, T>, joiner: (key: K, value: V, tableValue: T) => R, opts?: JoinOptions<R>): Stream<K, R>;
+  join<T, R>(table: Table<K, T> | Table<K | null, T>, joiner: (key: K, value: V, tableValue: T) => R, opts?: StreamTableJoinOptions<R>): Stream<K, R>;
   /** Joins records of the two streams whose timestamps are within the window of each other. */
   join<VO, R>(other: Stream<K, VO>, joiner: (key: K, value: V, otherValue: VO) => R, windows: JoinWindows, opts?: StreamJoinOptions<K, V, VO, R>): Stream<K, R>;
   /** Joins each record with the global table's row for `keySelector(key, value)`; records without one are dropped. */
@@ -171,7 +172,7 @@ export class Stream<K, V> {
   }
 
   /** As `join`, but a record without a row is joined with null. */
-  leftJoin<T, R>(table: Table<K, T> | Table<K | null, T>, joiner: (key: K, value: V, tableValue: NoInfer<T> | null) => R, opts?: JoinOptions<R>): Stream<K, R>;
+  leftJoin<T, R>(table: Table<K, T> | Table<K | null, T>, joiner: (key: K, value: V, tableValue: NoInfer<T> | null) => R, opts?: StreamTableJoinOptions<R>): Stream<K, R>;
   /** As `join`; a record without a match in its window is joined with null once its window closes. */
   leftJoin<VO, R>(other: Stream<K, VO>, joiner: (key: K, value: V, otherValue: NoInfer<VO> | null) => R, windows: JoinWindows, opts?: StreamJoinOptions<K, V, VO, R>): Stream<K, R>;
   leftJoin<GK, GV, R>(table: GlobalTable<GK, GV>, keySelector: (key: K, value: V) => GK, joiner: (key: K, value: V, tableValue: NoInfer<GV> | null) => R, opts?: JoinOptions<R>): Stream<K, R>;
@@ -204,8 +205,9 @@ export class Stream<K, V> {
       const spec: StageSpec = { kind: 'globalTableJoin', mode: mode === 'outer' ? 'left' : mode, keySelector: fn as KeyValueFn, joiner: third as JoinerFn };
       return this.#next(spec, opts, this.keySerde, asSerde(opts?.value), [other.nodeIndex]);
     }
-    const opts = third as JoinOptions<unknown> | undefined;
-    const spec: StageSpec = { kind: 'streamTableJoin', mode: mode === 'outer' ? 'left' : mode, joiner: fn as JoinerFn };
+    const opts = third as StreamTableJoinOptions<unknown> | undefined;
+    const buffer = opts?.graceMs === undefined ? {} : { graceMs: opts.graceMs, ...(opts.store !== undefined ? { store: opts.store } : {}), ...(this.keySerde ? { keySerde: this.keySerde as AnySerde } : {}), ...(this.valueSerde ? { valueSerde: this.valueSerde as AnySerde } : {}) };
+    const spec: StageSpec = { kind: 'streamTableJoin', mode: mode === 'outer' ? 'left' : mode, joiner: fn as JoinerFn, ...buffer };
     return this.#next(spec, opts, this.keySerde, asSerde(opts?.value), [other.nodeIndex]);
   }
 

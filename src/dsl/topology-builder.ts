@@ -57,7 +57,7 @@ export class TopologyBuilder implements NodeRecorder {
    */
   table<K, V>(topic: string, opts: TableSourceOptions<K, V>): Table<K, V> {
     const source = this.addNode({ kind: 'source', topic, table: true }, [], undefined, opts.key as AnySerde, opts.value as AnySerde);
-    const spec: StageSpec = { kind: 'toTable', ...(opts.store !== undefined ? { store: opts.store } : {}) };
+    const spec: StageSpec = { kind: 'toTable', ...(opts.store !== undefined ? { store: opts.store } : {}), ...(opts.versioned !== undefined ? { versioned: opts.versioned } : {}) };
     const index = this.addNode(spec, [source], opts.name, opts.key as AnySerde, opts.value as AnySerde);
     return new Table<K, V>(this, index, opts.key, opts.value);
   }

@@ -157,6 +157,8 @@ export interface TableSourceOptions<K, V> extends NamedOptions {
   readonly value: Serde<V>;
   /** Store name (defaults to `name`, else derived from the node name). */
   readonly store?: string;
+  /** Keep each key's past values too (see VersionedTableOptions). */
+  readonly versioned?: VersionedTableOptions;
 }
 
 export interface ToTableOptions<K, V> extends NamedOptions {
@@ -164,11 +166,36 @@ export interface ToTableOptions<K, V> extends NamedOptions {
   readonly key?: SerdeFor<K>;
   readonly value?: SerdeFor<V>;
   readonly store?: string;
+  /** Keep each key's past values too (see VersionedTableOptions). */
+  readonly versioned?: VersionedTableOptions;
+}
+
+/**
+ * A versioned table (Kafka Streams' versioned store, KIP-889/914) keeps, per key, every value it had
+ * within `historyRetentionMs` of stream time. A stream joined with it is joined with the row valid at
+ * each stream record's timestamp, not the latest; an update older than the key's latest goes into
+ * the history without changing the table.
+ */
+export interface VersionedTableOptions {
+  readonly historyRetentionMs: number;
 }
 
 export interface JoinOptions<R> extends NamedOptions {
   /** Serde of the joined values, for a sink or a stateful stage after the join. */
   readonly value?: SerdeFor<R>;
+}
+
+/** A stream joined with a table. */
+export interface StreamTableJoinOptions<R> extends JoinOptions<R> {
+  /**
+   * A versioned table only (KIP-923): each stream record waits until stream time is `graceMs` past its
+   * timestamp, so that table updates arriving a little late are in the table's history when it joins;
+   * the waiting records are joined in timestamp order. A record already that late joins at once.
+   * At most the table's historyRetentionMs.
+   */
+  readonly graceMs?: number;
+  /** Name of the store the waiting records are kept in (changelogged); defaults to `<join name>-buffer`. */
+  readonly store?: string;
 }
 
 export interface StreamJoinOptions<K, V, VO, R> extends JoinOptions<R> {

@@ -4,6 +4,7 @@ import { STAGE_KINDS, type StageKind, type StageSpec } from '../dsl/nodes.ts';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, type WindowSpec } from '../dsl/types.ts';
 import type { SessionWindowSpec } from '../dsl/session-windows.ts';
 import type { StoreKind } from '../state/store.ts';
+import type { VersionedStoreSpec } from '../state/versioned.ts';
 import {
   AsyncStageFunctionError,
   DuplicateNodeNameError,
@@ -89,14 +90,14 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
     names.add(name);
   };
   /** `sourceTopic`: a table read straight from a topic uses that topic as its changelog. */
-  const addStore = (node: WorkNode, name: string, kind: StoreKind, keySerde: Serde<unknown>, valueSerde: Serde<unknown>, window?: WindowSpec | SessionWindowSpec, sourceTopic?: string): void => {
+  const addStore = (node: WorkNode, name: string, kind: StoreKind, keySerde: Serde<unknown>, valueSerde: Serde<unknown>, window?: WindowSpec | SessionWindowSpec, sourceTopic?: string, versioned?: VersionedStoreSpec): void => {
     const owner = storeOwners.get(name);
     if (owner !== undefined) throw new StoreSharedError(name, owner, loc(node.name));
     storeOwners.set(name, node.name);
     const changelogTopic = sourceTopic ?? `${appId}-${name}-changelog`;
     checkTopic(changelogTopic, node.name);
     node.stores.push(name);
-    stores.push({ name, kind, node: node.name, subtopology: -1, changelogTopic, keySerde, valueSerde, ...(window === undefined ? {} : window.type === 'session' ? { session: window } : { window }), ...(sourceTopic !== undefined ? { sourceTopicChangelog: true } : {}) });
+    stores.push({ name, kind, node: node.name, subtopology: -1, changelogTopic, keySerde, valueSerde, ...(window === undefined ? {} : window.type === 'session' ? { session: window } : { window }), ...(sourceTopic !== undefined ? { sourceTopicChangelog: true } : {}), ...(versioned !== undefined ? { versioned } : {}) });
   };
   const requireSerde = <T>(serde: Serde<T> | undefined, what: string, hint: string, node: string): Serde<T> => {
     if (!serde) throw new MissingSerdeError(what, hint, loc(node));
@@ -148,7 +149,7 @@ export function compile(builder: TopologyBuilder, opts: CompileOptions = {}): Co
       loc,
       checkTopic,
       checkPolicy,
-      addStore: (store, kind, keySerde, valueSerde, window, sourceTopic) => addStore(node, store, kind, keySerde, valueSerde, window, sourceTopic),
+      addStore: (store, kind, keySerde, valueSerde, window, sourceTopic, versioned) => addStore(node, store, kind, keySerde, valueSerde, window, sourceTopic, versioned),
       requireSerde: (serde, what, hint) => requireSerde(serde, what, hint, name),
       repartition: (parent, store, keySerde, valueSerde, partitions) => repartition(node, parent, store, keySerde, valueSerde, def.index, partitions),
       storeName: (given) => given ?? def.userName ?? `${autoName(spec.kind, def.index).replace(/-(\d{10})$/, '-STATE-STORE-$1')}`,

@@ -6,6 +6,7 @@ import type { RetryPolicy, WindowSpec } from '../dsl/types.ts';
 import type { SessionWindowSpec } from '../dsl/session-windows.ts';
 import type { Serde } from '../serdes/serde.ts';
 import type { StoreKind } from '../state/store.ts';
+import type { VersionedStoreSpec } from '../state/versioned.ts';
 import type { TopologyErrorLocation } from './errors.ts';
 import type { CompiledGlobalTable } from './types.ts';
 
@@ -63,8 +64,8 @@ export interface StageCompile {
   loc(node?: string): TopologyErrorLocation;
   checkTopic(topic: string, node?: string): void;
   checkPolicy(policy: RetryPolicy, node?: string): void;
-  /** `sourceTopic`: a table read straight from a topic uses that topic as its changelog. */
-  addStore(name: string, kind: StoreKind, keySerde: Serde<unknown>, valueSerde: Serde<unknown>, window?: WindowSpec | SessionWindowSpec, sourceTopic?: string): void;
+  /** `sourceTopic`: a table read straight from a topic uses that topic as its changelog; `versioned`: a versioned table's store. */
+  addStore(name: string, kind: StoreKind, keySerde: Serde<unknown>, valueSerde: Serde<unknown>, window?: WindowSpec | SessionWindowSpec, sourceTopic?: string, versioned?: VersionedStoreSpec): void;
   requireSerde<T>(serde: Serde<T> | undefined, what: string, hint: string): Serde<T>;
   /**
    * Re-keyed records go through Kafka first, so that each key lands in one task before a stateful stage;

@@ -2,6 +2,7 @@ import type { Serde, SerdeContext } from '../serdes/serde.ts';
 import type { Boundary, StageKind, StageSpec } from '../dsl/nodes.ts';
 import type { RetryPolicy, WindowSpec } from '../dsl/types.ts';
 import type { StoreKind } from '../state/store.ts';
+import type { VersionedStoreSpec } from '../state/versioned.ts';
 import type { SessionWindowSpec } from '../dsl/session-windows.ts';
 
 export type TopicKind = 'source' | 'sink' | 'repartition' | 'changelog' | 'dead-letter';
@@ -81,6 +82,8 @@ export interface CompiledStore {
    * restore reads it up to the offset the group committed, which is where the store's state stands.
    */
   readonly sourceTopicChangelog?: boolean;
+  /** A versioned table's store: each key's value is its version history (state/versioned.ts). */
+  readonly versioned?: VersionedStoreSpec;
 }
 
 export interface CompiledSubtopology {

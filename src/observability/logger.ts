@@ -158,6 +158,12 @@ export function attachLogging(worker: ObservedWorker, root: Logger, options: Log
       case 'restored':
         log.info({ event: e.type, records: e.records, ms: e.ms, fromCheckpoint: e.fromCheckpoint ?? 0 }, 'state restored');
         break;
+      case 'table-record-not-restored':
+        log.warn(
+          { event: e.type, store: e.store, topic: e.topic, partition: e.partition, offset: e.offset, code: e.code },
+          `store ${e.store}: not restored ${e.topic}/${e.partition}/${e.offset}, which its serdes do not decode (${e.code}: ${e.message}); it was dead-lettered when processed, and the key keeps its previous row`,
+        );
+        break;
       case 'committed':
         log.debug({ event: e.type, records: e.records, ms: e.ms }, 'transaction committed');
         break;

@@ -44,7 +44,7 @@ export class QueryRoutes {
     const stale = flag('stale');
     const [root, store, keyText, ...rest] = parts;
     if (root === 'stores' && store === undefined) {
-      respond(200, { stores: this.queries.storeNames().map((name) => ({ name, windowed: this.queries.spec(name).window !== undefined })) });
+      respond(200, { stores: this.queries.storeNames().map((name) => ({ name, windowed: this.queries.spec(name).window !== undefined, ...(this.queries.spec(name).versioned ? { versioned: true } : {}) })) });
       return;
     }
     if (store === undefined || store === '' || rest.length > 0) {
@@ -70,7 +70,7 @@ export class QueryRoutes {
     }
     const time = (name: string): number | undefined => (url.searchParams.has(name) ? Number(url.searchParams.get(name)) : undefined);
     const read = (): KeyAnswer<unknown> | WindowsAnswer<unknown> =>
-      spec.window ? this.queries.fetch(store, key, time('from'), time('to'), { stale }) : this.queries.get(store, key, { stale });
+      spec.window ? this.queries.fetch(store, key, time('from'), time('to'), { stale }) : this.queries.get(store, key, { stale, ...(url.searchParams.has('asOf') ? { asOf: time('asOf')! } : {}) });
     const answer = read();
     if (answer.status === 'elsewhere' && (root === 'metadata' || flag('route'))) {
       await this.#forward(await this.queries.locate(store, key), keyText!, url, respond);
@@ -91,7 +91,7 @@ export class QueryRoutes {
       return;
     }
     const target = new URL(`/stores/${encodeURIComponent(location.store)}/${encodeURIComponent(keyText)}`, owner.url);
-    for (const name of ['stale', 'from', 'to']) {
+    for (const name of ['stale', 'from', 'to', 'asOf']) {
       const v = url.searchParams.get(name);
       if (v !== null) target.searchParams.set(name, v);
     }

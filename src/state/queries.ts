@@ -3,6 +3,7 @@ import type { Serde, SerdeContext } from '../serdes/serde.ts';
 import { splitWindowStoreKey, windowStoreKey } from './windowed.ts';
 import { StoreKeys } from './store-keys.ts';
 import type { KeyValueStore } from './store.ts';
+import { latestValue, valueAsOf, type VersionedStoreSpec } from './versioned.ts';
 
 /** What a query needs to know of a store: its serdes and, for a window store, the window size. */
 export interface QueryableStoreSpec {
@@ -11,6 +12,8 @@ export interface QueryableStoreSpec {
   readonly keySerde: Serde<unknown>;
   readonly valueSerde: Serde<unknown>;
   readonly window?: { readonly sizeMs: number };
+  /** A versioned table's store: each value is a key's history, and reads answer its latest version. */
+  readonly versioned?: VersionedStoreSpec;
 }
 
 /** Entries a scan returns at most, whatever the caller asks: a scan reads the store on the worker's event loop. */
@@ -19,7 +22,7 @@ export const DEFAULT_SCAN_LIMIT = 100;
 
 export class StoreQueryError extends OnceflowError {
   constructor(
-    readonly code: 'QUERY_KEY_INVALID' | 'QUERY_NOT_WINDOWED' | 'QUERY_WINDOWED' | 'QUERY_RANGE_INVALID',
+    readonly code: 'QUERY_KEY_INVALID' | 'QUERY_NOT_WINDOWED' | 'QUERY_WINDOWED' | 'QUERY_RANGE_INVALID' | 'QUERY_NOT_VERSIONED',
     message: string,
   ) {
     super(message);
@@ -85,6 +88,15 @@ export class StoreReader {
     return v === undefined ? undefined : this.#value(v);
   }
 
+  /** A versioned store's value of `key` at `asOf`, as long as its history still holds that time. */
+  getAsOf(key: unknown, asOf: number): unknown {
+    if (!this.spec.versioned) throw new StoreQueryError('QUERY_NOT_VERSIONED', `store ${this.spec.name} keeps no history: get the key's latest value instead`);
+    if (!Number.isSafeInteger(asOf)) throw new StoreQueryError('QUERY_RANGE_INVALID', `store ${this.spec.name}: asOf must be a timestamp in milliseconds, got ${asOf}`);
+    const history = this.committed.get(this.keyBytes(key));
+    const v = history === undefined ? undefined : valueAsOf(history, asOf, Number.NEGATIVE_INFINITY);
+    return v === undefined ? undefined : this.spec.valueSerde.deserialize(v, this.#valueCtx);
+  }
+
   /** Entries by key bytes in order, at most `limit` (capped at MAX_SCAN_LIMIT); `more` when the scan stopped there. */
   scan(opts: ScanOptions = {}): { entries: KeyValueEntry[]; more: boolean } {
     if (this.spec.window) throw new StoreQueryError('QUERY_WINDOWED', `store ${this.spec.name} is windowed: fetch a key's windows instead`);
@@ -96,6 +108,7 @@ export class StoreReader {
     const hits: (readonly [Buffer, Buffer])[] = [];
     for (const entry of this.committed.entries()) {
       const k = entry[0];
+      if (this.spec.versioned && latestValue(entry[1]) === undefined) continue;
       if (prefix && !startsWith(k, prefix)) continue;
       if (from && Buffer.compare(k, from) < 0) continue;
       if (to && Buffer.compare(k, to) > 0) continue;
@@ -130,8 +143,11 @@ export class StoreReader {
     return v === undefined ? undefined : this.#value(v);
   }
 
+  /** A stored value decoded; a versioned store's, its latest version (undefined: the key was last deleted). */
   #value(bytes: Buffer): unknown {
-    return this.spec.valueSerde.deserialize(bytes, this.#valueCtx);
+    if (!this.spec.versioned) return this.spec.valueSerde.deserialize(bytes, this.#valueCtx);
+    const latest = latestValue(bytes);
+    return latest === undefined ? undefined : this.spec.valueSerde.deserialize(latest, this.#valueCtx);
   }
 }
 

@@ -10,7 +10,7 @@ export interface KeyValueStore {
   readonly size: number;
 }
 
-export type StoreKind = 'key-value' | 'window' | 'session' | 'suppress' | 'dedupe' | 'version' | 'join-window';
+export type StoreKind = 'key-value' | 'window' | 'session' | 'suppress' | 'dedupe' | 'version' | 'join-window' | 'versioned' | 'join-buffer';
 
 export interface StoreFactoryRequest {
   readonly name: string;

@@ -5,6 +5,9 @@ import { sessionsInput, sessionsModel } from './sessions-pipeline.ts';
 import { heartbeatsModel } from './heartbeats-pipeline.ts';
 import { slidingModel } from './sliding-pipeline.ts';
 import { foreignKeyInput, foreignKeyModel } from './foreign-key-pipeline.ts';
+import { versionedEnrichmentInput, versionedEnrichmentModel } from './versioned-enrichment.ts';
+import { segmentTotalsModel } from './segment-totals-model.ts';
+import { enrichmentEvents } from './enrichment-input.ts';
 
 /**
  * The example topologies the chaos harness, the demo and the benchmarks run, each with an
@@ -20,7 +23,7 @@ export interface Pipeline {
   readonly model: ExpectationModel;
 }
 
-export type PipelineName = 'orders' | 'word-count' | 'enrichment' | 'sessions' | 'heartbeats' | 'sliding' | 'foreign-key';
+export type PipelineName = 'orders' | 'word-count' | 'enrichment' | 'sessions' | 'heartbeats' | 'sliding' | 'foreign-key' | 'enrichment-versioned';
 
 interface OrderLike {
   eventId: string;
@@ -144,39 +147,12 @@ function enrichmentModel(): ExpectationModel {
     }
     return { joined, totals };
   };
-  return {
-    name: 'enrichment: customer updates → table; orders join it → total per segment',
-    expectedProducers: (inputs) => {
-      // Every joined order is re-keyed by segment into the repartition topic; a poison record is dead-lettered.
-      const ids = new Set(run(inputs).joined.map(recordId));
-      for (const r of inputs) if (!parseEnrichmentEvent(r)) ids.add(recordId(r));
-      return ids;
-    },
-    expectedFinal: (inputs) => new Map([...run(inputs).totals].map(([k, v]) => [k, String(v)])),
-    readOutput: (r) => ({ key: r.key?.toString() ?? '', value: String(JSON.parse(r.value?.toString() ?? 'null')) }),
-  };
+  return segmentTotalsModel('enrichment: customer updates → table; orders join it → total per segment', (r) => parseEnrichmentEvent(r) !== undefined, run);
 }
-
-const SEGMENTS = ['gold', 'silver', 'basic', 'trial'];
 
 /** Customer updates interleaved with orders, keyed by customer id; some orders come before their customer's first update. */
 function enrichmentInput({ records, seed, poison }: { records: number; seed: number; poison: number }): InputRecord[] {
-  const rand = prng(seed);
-  const customers = Math.max(5, Math.floor(records / 40));
-  const versions = new Map<string, number>();
-  const out: InputRecord[] = [];
-  for (let i = 0; i < records; i++) {
-    const customerId = `c${Math.floor(rand() * customers)}`;
-    if (rand() < (versions.has(customerId) ? 0.1 : 0.5)) {
-      const version = (versions.get(customerId) ?? 0) + 1;
-      versions.set(customerId, version);
-      out.push({ key: customerId, value: JSON.stringify({ type: 'customer', customerId, name: `customer ${customerId}`, segment: SEGMENTS[Math.floor(rand() * SEGMENTS.length)], version }) });
-    } else {
-      out.push({ key: customerId, value: JSON.stringify({ type: 'order', orderId: `o${i}`, customerId, amount: 1 + Math.floor(rand() * 100) }) });
-    }
-  }
-  for (let p = 0; p < poison; p++) out.splice(Math.floor(rand() * out.length), 0, { key: `c${p % customers}`, value: '{"type": "order", broken' });
-  return out;
+  return enrichmentEvents({ records, seed, poison, updateShare: 0.1 });
 }
 
 export const pipelines: Record<PipelineName, Pipeline> = {
@@ -234,5 +210,12 @@ export const pipelines: Record<PipelineName, Pipeline> = {
     env: (input, output) => ({ ONCEFLOW_FK_EVENTS_INPUT: input, ONCEFLOW_FK_EVENTS_OUTPUT: output }),
     input: foreignKeyInput,
     model: foreignKeyModel(),
+  },
+  'enrichment-versioned': {
+    name: 'enrichment-versioned',
+    file: 'topology/enrichment-versioned.ts',
+    env: (input, output) => ({ ONCEFLOW_ENRICH_VERSIONED_INPUT: input, ONCEFLOW_ENRICH_VERSIONED_OUTPUT: output }),
+    input: versionedEnrichmentInput,
+    model: versionedEnrichmentModel(),
   },
 };

@@ -1,10 +1,11 @@
 // Compile steps of the joins: which inputs must be tables, which streams go through a repartition
 // topic first, the key serdes that must agree, and a stream-stream join's two window stores.
-import { InvalidWindowError } from '../errors.ts';
-import { autoName, type StageCompilers } from '../stage-compile.ts';
+import type { Serde } from '../../serdes/serde.ts';
+import { InvalidStageOptionError, InvalidWindowError } from '../errors.ts';
+import { autoName, type StageCompile, type StageCompilers, type WorkNode } from '../stage-compile.ts';
 
 export const JOIN_STAGES: StageCompilers = {
-  streamTableJoin: (s) => {
+  streamTableJoin: (s, spec) => {
     const table = s.requireTable(s.parents[1]!);
     const first = s.parents[0]!;
     const stream = s.keyedInput(first, s.name, first.keySerde, first.valueSerde);
@@ -13,6 +14,7 @@ export const JOIN_STAGES: StageCompilers = {
     s.node.tableInputs = [table.name];
     s.node.keyChanged = false;
     s.node.keyless = false;
+    if (spec.graceMs !== undefined) addGraceBuffer(s, spec.graceMs, spec, historyRetentionOf(table));
   },
   tableTableJoin: (s) => {
     const [left, right] = [s.requireTable(s.parents[0]!), s.requireTable(s.parents[1]!)];
@@ -43,3 +45,26 @@ export const JOIN_STAGES: StageCompilers = {
     s.node.globalStore = global.globalStore!;
   },
 };
+
+/** The history retention of a versioned table, through the stages that read its rows as of a time (filter, mapValues). */
+function historyRetentionOf(table: WorkNode): number | undefined {
+  for (let n: WorkNode | undefined = table; n !== undefined; n = n.parents[0]) {
+    if (n.spec.kind === 'toTable') return n.spec.versioned?.historyRetentionMs;
+    if (n.spec.kind !== 'tableFilter' && n.spec.kind !== 'tableMapValues') return undefined;
+  }
+  return undefined;
+}
+
+/**
+ * A stream-table join's grace period (KIP-923): the stream records wait in a store of their own. As in
+ * Kafka Streams it needs a versioned table, whose history still holds the versions a record waited for.
+ */
+function addGraceBuffer(s: StageCompile, graceMs: number, buffer: { readonly store?: string; readonly keySerde?: Serde<unknown>; readonly valueSerde?: Serde<unknown> }, retentionMs: number | undefined): void {
+  const loc = s.loc(s.name);
+  if (!(Number.isSafeInteger(graceMs) && graceMs >= 0)) throw new InvalidWindowError(`a stream-table join's graceMs must be zero or a positive whole number of milliseconds, got ${graceMs}`, loc);
+  if (retentionMs === undefined) throw new InvalidStageOptionError("a stream-table join's graceMs needs a versioned table (table(topic, { versioned: { historyRetentionMs } })): only its history still has the version a waiting record joins", loc);
+  if (graceMs > retentionMs) throw new InvalidStageOptionError(`a stream-table join's graceMs (${graceMs}) may not exceed the table's historyRetentionMs (${retentionMs}): a record that waited longer would find its version gone`, loc);
+  const key = s.requireSerde(buffer.keySerde, 'the key of the stream records a join with a grace period keeps', 'give the stream a key serde');
+  const value = s.requireSerde(buffer.valueSerde, 'the value of the stream records a join with a grace period keeps', 'give the stream a value serde (pass { value } to the mapValues before the join)');
+  s.addStore(buffer.store ?? `${s.def.userName ?? autoName('streamTableJoin', s.def.index)}-buffer`, 'join-buffer', key, value);
+}

@@ -1,6 +1,6 @@
 // Compile steps of the table stages: a stream turned into a table (its store), operations on a
 // table's rows, and global tables (read whole by every worker, outside the tasks).
-import { StatefulWithoutKeyError } from '../errors.ts';
+import { InvalidStageOptionError, StatefulWithoutKeyError } from '../errors.ts';
 import type { StageCompilers } from '../stage-compile.ts';
 
 export const TABLE_STAGES: StageCompilers = {
@@ -13,7 +13,15 @@ export const TABLE_STAGES: StageCompilers = {
     if (parent.keyChanged) s.node.parents = [s.repartition(parent, store, key, value)];
     s.node.keyChanged = false;
     const tableSource = parent.spec.kind === 'source' && parent.spec.table === true ? parent.spec.topic : undefined;
-    s.addStore(store, 'key-value', key, value, undefined, tableSource);
+    const versioned = spec.versioned;
+    if (versioned === undefined) {
+      s.addStore(store, 'key-value', key, value, undefined, tableSource);
+      return;
+    }
+    const retention = versioned.historyRetentionMs;
+    if (!(Number.isSafeInteger(retention) && retention > 0)) throw new InvalidStageOptionError(`a versioned table's historyRetentionMs must be a positive whole number of milliseconds, got ${retention}`, s.loc(s.name));
+    // Never the source topic as changelog: compaction keeps one value per key there, and a history needs them all.
+    s.addStore(store, 'versioned', key, value, undefined, undefined, versioned);
   },
   tableFilter: (s) => {
     s.node.tableInputs = [s.requireTable(s.parents[0]!).name];

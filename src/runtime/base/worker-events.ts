@@ -50,6 +50,11 @@ export type WorkerEvent =
   | { type: 'revoked'; partitions: string[]; lost: boolean }
   /** fromCheckpoint: changelog partitions of persistent stores that resumed from a checkpoint instead of the start. */
   | { type: 'restored'; records: number; ms: number; fromCheckpoint?: number }
+  /**
+   * A restore skipped a record of a table's source topic that the table's serdes do not decode: it was
+   * dead-lettered when processed (with this topic and offset), and the key keeps its previous row.
+   */
+  | { type: 'table-record-not-restored'; store: string; topic: string; partition: number; offset: number; code: string; message: string }
   | { type: 'committed'; records: number; ms: number }
   | { type: 'aborted'; reason: string }
   | { type: 'fenced'; reason: string }

@@ -81,9 +81,10 @@ export class RebalanceHandler {
         }
         for (const p of event.partitions) {
           const closed = this.tasks.dropSource(p);
-          this.progress.forget(partitionKey(p.topic, p.partition));
-          // Before the unassign: until then no other worker writes this task's changelog.
+          // Before the unassign: until then no other worker writes this task's changelog. Before forgetting the
+          // partition's committed offset too: a table read from that topic is checkpointed at it.
           if (closed) await this.tasks.closeTaskState(closed, !event.lost);
+          this.progress.forget(partitionKey(p.topic, p.partition));
         }
         assignmentChanges(consumer).remove(event.partitions);
         this.services.emit({ type: 'revoked', partitions: names, lost: event.lost });

@@ -8,7 +8,7 @@ import type { Serde, SerdeContext } from '../../serdes/serde.ts';
 import { mapKey } from '../../state/store.ts';
 import type { TransactionalStore } from '../../state/transactional.ts';
 import { hashContext, splitSubscriptionKey, subscriptionPrefix, valueHash, type ForeignKeyResponse, type Subscription } from '../../state/foreign-key-join.ts';
-import { JoinNode } from './joins.ts';
+import { JoinNode } from './join-node.ts';
 import type { NodeFactories, RowReader } from './node-factory.ts';
 import type { Spec } from './runtime-node.ts';
 import { StatefulNode } from './stateful.ts';

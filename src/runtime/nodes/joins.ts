@@ -1,7 +1,7 @@
-// Joins inside a task. Each side of a join is a JoinInput the parent forwards to, so the join knows
-// which input a record came from. Tables are read through their RowReader; a stream-stream join keeps
-// each side's records in a changelogged window store, so its state commits, rolls back and restores
-// with the transaction like an aggregate's.
+// Joins of two tables and of two streams inside a task (stream-table joins: stream-table-joins.ts).
+// Tables are read through their RowReader; a stream-stream join keeps each side's records in a
+// changelogged window store, so its state commits, rolls back and restores with the transaction like
+// an aggregate's.
 import { recordPosition } from '../../core/record-batch.ts';
 import type { CompiledNode, CompiledStore } from '../../graph/types.ts';
 import type { SerdeContext } from '../../serdes/serde.ts';
@@ -12,96 +12,10 @@ import { joinRecordKey, joinRecordValue, splitJoinRecordKey, splitJoinRecordValu
 import { StageFailure } from './node-errors.ts';
 import { type TaskState } from './task-state.ts';
 import type { NodeFactories, RowReader } from './node-factory.ts';
-import { UnknownGlobalTableError } from './node-errors.ts';
 import { errorCode } from '../../core/stage-errors.ts';
-import { RuntimeNode, type Spec } from './runtime-node.ts';
+import type { Spec } from './runtime-node.ts';
 import type { Step } from './step.ts';
-
-type SideHandler = (key: unknown, value: unknown) => Step;
-
-/** One input of a join: runs with the join's name (its errors and retries are the join's). */
-class JoinInput extends RuntimeNode {
-  constructor(
-    task: TaskState,
-    node: CompiledNode,
-    private readonly handle: SideHandler,
-  ) {
-    super(task, node);
-  }
-
-  protected apply(key: unknown, value: unknown): Step {
-    return this.handle(key, value);
-  }
-}
-
-export abstract class JoinNode extends RuntimeNode {
-  readonly #inputs = new Map<string, JoinInput>();
-
-  /** Parent names in order (the compiled node's): index 0 is the left side. */
-  protected constructor(task: TaskState, node: CompiledNode, handlers: readonly SideHandler[]) {
-    super(task, node);
-    node.parents.forEach((parent, i) => this.#inputs.set(parent, new JoinInput(task, node, handlers[i]!)));
-  }
-
-  /** The inputs' handlers forward through the join itself, to its children. */
-  override inputFrom(parent: string): RuntimeNode {
-    return this.#inputs.get(parent)!;
-  }
-
-  /** A join stage is only reached through its inputs. */
-  protected apply(): Step {}
-
-  /** A stream record found no row: visible per join, since an inner join drops it without a trace. */
-  protected countMiss(): void {
-    const misses = this.task.joinMisses;
-    misses.set(this.name, (misses.get(this.name) ?? 0) + 1);
-  }
-
-  protected join(key: unknown, value: unknown, other: unknown): unknown {
-    return this.checkSync((this.node.spec as Spec<'streamTableJoin' | 'tableTableJoin' | 'streamStreamJoin' | 'globalTableJoin'>).joiner(key, value, other));
-  }
-}
-
-/** Stream records look the table's row up as of their processing; the table's own updates emit nothing. */
-export class StreamTableJoinNode extends JoinNode {
-  readonly #mode = (this.node.spec as Spec<'streamTableJoin'>).mode;
-
-  constructor(task: TaskState, node: CompiledNode, table: RowReader) {
-    super(task, node, [(key, value) => this.#onRecord(key, value, table), () => undefined]);
-  }
-
-  #onRecord(key: unknown, value: unknown, table: RowReader): Step {
-    if (key === null || key === undefined) {
-      this.task.metrics.nullKeysDropped++;
-      return;
-    }
-    const row = table.row(key);
-    if (row === undefined) {
-      this.countMiss();
-      if (this.#mode === 'inner') return;
-    }
-    return this.forward(key, this.join(key, value, row ?? null));
-  }
-}
-
-/** A stream joined with a global table by a key the stream computes: no co-partitioning needed. */
-export class GlobalTableJoinNode extends JoinNode {
-  readonly #spec = this.node.spec as Spec<'globalTableJoin'>;
-
-  constructor(task: TaskState, node: CompiledNode, table: RowReader) {
-    super(task, node, [(key, value) => this.#onRecord(key, value, table)]);
-  }
-
-  #onRecord(key: unknown, value: unknown, table: RowReader): Step {
-    const tableKey = this.checkSync(this.#spec.keySelector(key, value));
-    const row = tableKey === null || tableKey === undefined ? undefined : table.row(tableKey);
-    if (row === undefined) {
-      this.countMiss();
-      if (this.#spec.mode === 'inner') return;
-    }
-    return this.forward(key, this.join(key, value, row ?? null));
-  }
-}
+import { JoinNode } from './join-node.ts';
 
 /** A table of the joined rows: an update on either side emits the key's new joined row (or its deletion). */
 export class TableTableJoinNode extends JoinNode implements RowReader {
@@ -263,7 +177,7 @@ export class StreamStreamJoinNode extends JoinNode {
     side.index(storeKey);
     this.#deadlines.push(this.#closesAt(sideIndex, ts), { side: sideIndex, storeKey });
     for (const [k, v] of marks) other.store.put(k, v, ts);
-    return this.#emitEach(results, 0);
+    return this.emitEach(results, 0);
   }
 
   /** Records no later record can match leave their stores; unmatched ones of a left/outer side are emitted with null. */
@@ -290,40 +204,15 @@ export class StreamStreamJoinNode extends JoinNode {
     } catch (e) {
       throw new StageFailure(this.name, e, 1, errorCode(e, 'JOIN_WINDOW_CLOSE_FAILED'));
     }
-    return this.#emitEach(unmatched, 0);
-  }
-
-  /** Each result carries its own timestamp; the record being processed gets its own back after. */
-  #emitEach(results: readonly { key: unknown; value: unknown; timestamp: number }[], from: number): Step {
-    const task = this.task;
-    const timestamp = task.timestamp;
-    for (let i = from; i < results.length; i++) {
-      const r = results[i]!;
-      task.timestamp = r.timestamp;
-      const step = this.forward(r.key, r.value);
-      task.timestamp = timestamp;
-      if (step !== undefined) {
-        return step.then(() => this.#emitEach(results, i + 1));
-      }
-    }
+    return this.emitEach(unmatched, 0);
   }
 }
 
 export const JOIN_NODES = {
-  streamTableJoin: ({ task, node, tableInput }) => new StreamTableJoinNode(task, node, tableInput(0)),
   tableTableJoin: ({ task, node, tableInput }) => new TableTableJoinNode(task, node, tableInput(0), tableInput(1)),
   streamStreamJoin: ({ task, node, storeOf }) => {
     const n = new StreamStreamJoinNode(task, node, [storeOf(node.stores[0]!), storeOf(node.stores[1]!)]);
     task.timeListeners.push(n);
     return n;
-  },
-  globalTableJoin: ({ task, node }) => {
-    const rows = task.env.globalRows?.(node.globalStore!);
-    if (rows === undefined) throw new UnknownGlobalTableError(node.name, node.globalStore!);
-    return new GlobalTableJoinNode(task, node, rows);
-  },
-  // Never part of a sub-topology: compile keeps global tables out of the tasks.
-  globalTable: ({ node }) => {
-    throw new UnknownGlobalTableError(node.name, node.name);
   },
 } satisfies NodeFactories;

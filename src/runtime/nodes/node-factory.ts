@@ -7,6 +7,8 @@ import type { RuntimeNode } from './runtime-node.ts';
 /** A table's current rows (the open transaction's writes included), read by a join or a table operation; undefined: no row for the key. */
 export interface RowReader {
   row(key: unknown): unknown;
+  /** A versioned table's row valid at `timestamp` (nodes/versioned-tables.ts); absent on a table that keeps no history. */
+  rowAsOf?(key: unknown, timestamp: number): unknown;
 }
 
 /** What a factory gets to build a task's stage of one compiled node. */

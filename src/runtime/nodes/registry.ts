@@ -8,6 +8,7 @@ import type { TaskState } from './task-state.ts';
 import type { NodeFactory } from './node-factory.ts';
 import { AGGREGATE_NODES } from './aggregates.ts';
 import { JOIN_NODES } from './joins.ts';
+import { STREAM_TABLE_JOIN_NODES } from './stream-table-joins.ts';
 import { PROCESS_NODES } from './process.ts';
 import { DEDUPE_AND_VERSION_NODES } from './stateful.ts';
 import { STATELESS_NODES } from './stateless.ts';
@@ -18,7 +19,7 @@ import type { RuntimeNode } from './runtime-node.ts';
 import { REPARTITION_NODES } from './repartition.ts';
 import { COGROUP_NODES } from './cogroup.ts';
 
-const FACTORIES = { ...STATELESS_NODES, ...DEDUPE_AND_VERSION_NODES, ...AGGREGATE_NODES, ...TABLE_NODES, ...JOIN_NODES, ...SUPPRESS_NODES, ...PROCESS_NODES, ...REPARTITION_NODES, ...COGROUP_NODES, ...FOREIGN_KEY_JOIN_NODES } satisfies Record<StageKind, NodeFactory>;
+const FACTORIES = { ...STATELESS_NODES, ...DEDUPE_AND_VERSION_NODES, ...AGGREGATE_NODES, ...TABLE_NODES, ...JOIN_NODES, ...STREAM_TABLE_JOIN_NODES, ...SUPPRESS_NODES, ...PROCESS_NODES, ...REPARTITION_NODES, ...COGROUP_NODES, ...FOREIGN_KEY_JOIN_NODES } satisfies Record<StageKind, NodeFactory>;
 
 type StoreOf = (name: string) => { store: TransactionalStore; spec: CompiledStore };
 

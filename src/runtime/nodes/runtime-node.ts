@@ -77,9 +77,10 @@ export abstract class RuntimeNode {
 
   /**
    * The node a parent forwards to: itself, or for a join one of its sides, so that the join knows
-   * which input a record came from.
+   * which input a record came from. `occurrence`: which of the node's inputs from that parent (a
+   * self-join has the same parent twice), counted from 0 in the parent's order of children.
    */
-  inputFrom(_parent: string): RuntimeNode {
+  inputFrom(_parent: string, _occurrence: number): RuntimeNode {
     return this;
   }
 

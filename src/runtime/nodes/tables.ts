@@ -10,6 +10,8 @@ import { StatefulNode } from './stateful.ts';
 import type { NodeFactories, RowReader } from './node-factory.ts';
 import { RuntimeNode, type Spec } from './runtime-node.ts';
 import type { Step } from './step.ts';
+import { VersionedToTableNode } from './versioned-tables.ts';
+import { TableUpdateNode } from './table-updates.ts';
 
 export function isRowReader(node: RuntimeNode): node is RuntimeNode & RowReader {
   return typeof (node as Partial<RowReader>).row === 'function';
@@ -44,31 +46,24 @@ export function rowsOf(node: RuntimeNode, storeOf: (name: string) => { store: Tr
   const store = node.node.stores[0];
   if (store !== undefined) {
     const s = storeOf(store);
+    // A versioned table's node reads its history itself: it knows the task's stream time, the retention's reference.
+    if (s.spec.versioned !== undefined) return node as RuntimeNode & RowReader;
     return new StoreRows(s.store, s.spec);
   }
   return node as RuntimeNode & RowReader;
 }
 
 /** `stream.toTable()` and `builder.table(topic)`: the latest value per key, in a changelogged store. */
-export class ToTableNode extends StatefulNode implements RowReader {
+export class ToTableNode extends TableUpdateNode implements RowReader {
   readonly #rows = new StoreRows(this.store, this.storeSpec);
 
   row(key: unknown): unknown {
     return this.#rows.row(key);
   }
 
-  protected apply(key: unknown, value: unknown): Step {
-    if (key === null || key === undefined) {
-      this.task.metrics.nullKeysDropped++;
-      return;
-    }
-    const kb = this.keyBytes(key);
-    const bytes = value === null || value === undefined ? null : this.storeSpec.valueSerde.serialize(value, this.valueCtx);
-    if (bytes === null) {
-      this.store.delete(kb, this.task.timestamp);
-      return this.forward(key, null);
-    }
-    this.store.put(kb, bytes, this.task.timestamp);
+  protected update(key: unknown, kb: Buffer, value: unknown, bytes: Buffer | null): Step {
+    if (bytes === null) this.store.delete(kb, this.task.timestamp);
+    else this.store.put(kb, bytes, this.task.timestamp);
     return this.forward(key, value);
   }
 }
@@ -76,6 +71,7 @@ export class ToTableNode extends StatefulNode implements RowReader {
 /** `table.filter`: a rejected row is a deleted row downstream. */
 export class TableFilterNode extends RuntimeNode implements RowReader {
   readonly #spec = this.node.spec as Spec<'tableFilter'>;
+  readonly rowAsOf?: RowReader['rowAsOf'];
 
   constructor(
     task: ConstructorParameters<typeof RuntimeNode>[0],
@@ -83,6 +79,12 @@ export class TableFilterNode extends RuntimeNode implements RowReader {
     readonly input: RowReader,
   ) {
     super(task, node);
+    const asOf = input.rowAsOf?.bind(input);
+    if (asOf !== undefined) this.rowAsOf = (key, timestamp) => this.#kept(key, asOf(key, timestamp));
+  }
+
+  #kept(key: unknown, value: unknown): unknown {
+    return value !== undefined && this.#keeps(key, value) ? value : undefined;
   }
 
   #keeps(key: unknown, value: unknown): boolean {
@@ -90,8 +92,7 @@ export class TableFilterNode extends RuntimeNode implements RowReader {
   }
 
   row(key: unknown): unknown {
-    const value = this.input.row(key);
-    return value !== undefined && this.#keeps(key, value) ? value : undefined;
+    return this.#kept(key, this.input.row(key));
   }
 
   protected apply(key: unknown, value: unknown): Step {
@@ -103,6 +104,7 @@ export class TableFilterNode extends RuntimeNode implements RowReader {
 /** `table.mapValues`: deleted rows stay deleted. */
 export class TableMapValuesNode extends RuntimeNode implements RowReader {
   readonly #fn = (this.node.spec as Spec<'tableMapValues'>).fn;
+  readonly rowAsOf?: RowReader['rowAsOf'];
 
   constructor(
     task: ConstructorParameters<typeof RuntimeNode>[0],
@@ -110,11 +112,16 @@ export class TableMapValuesNode extends RuntimeNode implements RowReader {
     readonly input: RowReader,
   ) {
     super(task, node);
+    const asOf = input.rowAsOf?.bind(input);
+    if (asOf !== undefined) this.rowAsOf = (key, timestamp) => this.#mapped(asOf(key, timestamp));
+  }
+
+  #mapped(value: unknown): unknown {
+    return value === undefined ? undefined : this.checkSync(this.#fn(value));
   }
 
   row(key: unknown): unknown {
-    const value = this.input.row(key);
-    return value === undefined ? undefined : this.checkSync(this.#fn(value));
+    return this.#mapped(this.input.row(key));
   }
 
   protected apply(key: unknown, value: unknown): Step {
@@ -169,7 +176,7 @@ export class TableGroupByNode extends StatefulNode {
 export const TABLE_NODES = {
   toTable: ({ task, node, storeOf }) => {
     const s = storeOf(node.stores[0]!);
-    return new ToTableNode(task, node, s.store, s.spec);
+    return s.spec.versioned !== undefined ? new VersionedToTableNode(task, node, s.store, s.spec) : new ToTableNode(task, node, s.store, s.spec);
   },
   tableFilter: ({ task, node, tableInput }) => new TableFilterNode(task, node, tableInput(0)),
   tableMapValues: ({ task, node, tableInput }) => new TableMapValuesNode(task, node, tableInput(0)),

@@ -113,10 +113,10 @@ export class InteractiveQueries {
     return { partition, task: taskId(spec.subtopology, partition) };
   }
 
-  /** A key's value from this worker's committed state. */
-  get<T = unknown>(store: string, key: unknown, opts: ReadOptions = {}): KeyAnswer<T> {
+  /** A key's value from this worker's committed state; with `asOf`, a versioned store's value at that time. */
+  get<T = unknown>(store: string, key: unknown, opts: ReadOptions & { readonly asOf?: number } = {}): KeyAnswer<T> {
     return this.#local(store, key, opts, (reader) => {
-      const value = reader.get(key);
+      const value = opts.asOf === undefined ? reader.get(key) : reader.getAsOf(key, opts.asOf);
       return value === undefined ? { status: 'missing' } : { status: 'found', value: value as T };
     });
   }

@@ -15,6 +15,8 @@ export interface RestoreObserver {
   planned(task: RuntimeTask, store: string, changelog: { readonly topic: string; readonly partition: number; readonly from: number; readonly to: number }): void;
   /** The changelog record at `offset` was applied. */
   applied(task: RuntimeTask, store: string, offset: number): void;
+  /** A record of a table's source topic was not applied: its serdes do not decode it (table-source-restore.ts). */
+  skipped?(task: RuntimeTask, store: string, record: { readonly topic: string; readonly partition: number; readonly offset: number; readonly code: string; readonly message: string }): void;
 }
 
 const fromTheStart: RestoreStart = (_task, _store, c) => c.low;
@@ -76,7 +78,14 @@ export async function restoreTasks(
         if (m.offset >= target.end - 1) pending.delete(key);
         observer?.applied(target.task, target.store, m.offset);
         if (m.key === null || m.key === undefined) continue;
-        target.task.restore(target.store, typeof m.key === 'string' ? Buffer.from(m.key) : m.key, m.value);
+        const recordKey = typeof m.key === 'string' ? Buffer.from(m.key) : m.key;
+        const check = target.task.checkRestored?.(target.store, recordKey, m.value);
+        const rejected = check instanceof Promise ? await check : check;
+        if (rejected !== undefined) {
+          observer?.skipped?.(target.task, target.store, { topic: m.topic, partition: m.partition, offset: m.offset, ...rejected });
+          continue;
+        }
+        target.task.restore(target.store, recordKey, m.value);
         restored++;
       }
     }

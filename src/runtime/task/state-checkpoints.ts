@@ -32,6 +32,8 @@ export class StateCheckpoints {
     private readonly changelogEnd: ChangelogEnd,
     /** Transactions the worker has committed so far. */
     private readonly commits: () => number,
+    /** The group's committed offset of a table's source partition: where its store stands (undefined: none yet). */
+    private readonly sourceCommitted: (topic: string, partition: number) => number | undefined = () => undefined,
   ) {}
 
   /** After each commit, with the persistent state of each task now. */
@@ -65,11 +67,26 @@ export class StateCheckpoints {
   private async read(reading: Reading): Promise<void> {
     const offsets = new Map<RuntimeTask, ChangelogOffset[]>();
     for (const task of reading.states.keys()) {
-      // A table's source topic is never checkpointed: the store stands at the group's committed offset, not at its end.
-      const changelogs = task.changelogs.filter((c) => c.sourceTopic !== true);
-      offsets.set(task, await Promise.all(changelogs.map(async (c) => ({ topic: c.topic, partition: c.partition, offset: await this.changelogEnd(c.topic, c.partition) }))));
+      const logged = task.changelogs.filter((c) => c.sourceTopic !== true);
+      const ends = await Promise.all(logged.map(async (c) => ({ topic: c.topic, partition: c.partition, offset: await this.changelogEnd(c.topic, c.partition) })));
+      offsets.set(task, [...ends, ...sourceTopicOffsets(task, this.sourceCommitted)]);
     }
     reading.offsets = offsets;
     reading.commitsWhenAnswered = this.commits();
   }
+}
+
+/**
+ * A table read from a topic stands at the group's committed offset of that topic, not at its end (the
+ * records after it are not processed yet): that offset, read after a commit, is a lower bound of what
+ * its store holds, as a changelog end read after a commit is of the others.
+ */
+export function sourceTopicOffsets(task: RuntimeTask, committedOf: (topic: string, partition: number) => number | undefined): ChangelogOffset[] {
+  const out: ChangelogOffset[] = [];
+  for (const c of task.changelogs) {
+    if (c.sourceTopic !== true) continue;
+    const offset = committedOf(c.topic, c.partition);
+    if (offset !== undefined) out.push({ topic: c.topic, partition: c.partition, offset });
+  }
+  return out;
 }

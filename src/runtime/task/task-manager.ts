@@ -12,7 +12,7 @@ import type { WorkerServices } from '../base/worker-services.ts';
 import type { WorkerEvent } from '../base/worker-events.ts';
 import { taskId } from './task.ts';
 import { SplitJoinPartitionsError } from '../base/errors.ts';
-import { StateCheckpoints } from './state-checkpoints.ts';
+import { sourceTopicOffsets, StateCheckpoints } from './state-checkpoints.ts';
 import type { RuntimeTask, RuntimeTopology, TaskHost } from './worker-topology.ts';
 
 /** How far one changelog partition of a restoring task has been read. */
@@ -57,6 +57,7 @@ export class TaskManager {
       const p = this.restoring.get(task)?.find((r) => r.store === store);
       if (p) p.position = offset + 1;
     },
+    skipped: (_task, store, r) => this.services.emit({ type: 'table-record-not-restored', store, topic: r.topic, partition: r.partition, offset: r.offset, code: r.code, message: r.message }),
   };
   /**
    * False from a rollback until the next commit: a fenced zombie's successor may already be writing the
@@ -73,6 +74,8 @@ export class TaskManager {
     private readonly services: WorkerServices,
     /** The global tables' rows, which global-table joins read. */
     private readonly globalRows?: (store: string) => { row(key: unknown): unknown } | undefined,
+    /** The group's committed offset of a partition this worker owns: where a table read from that topic stands. */
+    private readonly committedOf: (topic: string, partition: number) => number | undefined = () => undefined,
   ) {
     this.recordLimits = new RecordSizeLimits(producerMessageMaxBytes(services.config.kafka));
     const { cacheMaxBytes, cacheMaxRecords } = services.config;
@@ -88,6 +91,7 @@ export class TaskManager {
         return (await watermarks(consumer, topic, partition, 10_000)).high;
       },
       () => this.services.stats.transactionsCommitted,
+      this.committedOf,
     );
   }
 
@@ -242,7 +246,9 @@ export class TaskManager {
     const started = Date.now();
     let fromCheckpoint = 0;
     const start: RestoreStart = (task, store, c) => {
-      const offset = this.persistentStates.get(task)?.restoreFrom(store, c.topic, c.partition, c.low, c.high) ?? c.low;
+      // A table's source topic is restored up to the committed offset: a checkpoint past it (offsets reset since) is no place to resume from.
+      const sourceEnd = task.changelogs.some((l) => l.store === store && l.sourceTopic === true) ? (committedOf(c.topic, c.partition) ?? 0) : c.high;
+      const offset = this.persistentStates.get(task)?.restoreFrom(store, c.topic, c.partition, c.low, Math.min(c.high, sourceEnd)) ?? c.low;
       if (offset > c.low) fromCheckpoint++;
       return offset;
     };
@@ -272,8 +278,8 @@ export class TaskManager {
     let offsets: ChangelogOffset[] | undefined;
     if (clean && consumer && this.lastTransactionCommitted) {
       try {
-        // a table's source topic is never checkpointed: its end is not where the store stands, the committed offset is
-        offsets = await Promise.all(task.changelogs.filter((c) => !c.sourceTopic).map(async (c) => ({ topic: c.topic, partition: c.partition, offset: (await watermarks(consumer, c.topic, c.partition, 10_000)).high })));
+        const ends = await Promise.all(task.changelogs.filter((c) => !c.sourceTopic).map(async (c) => ({ topic: c.topic, partition: c.partition, offset: (await watermarks(consumer, c.topic, c.partition, 10_000)).high })));
+        offsets = [...ends, ...sourceTopicOffsets(task, this.committedOf)];
       } catch {
         // No checkpoint then: the next start rebuilds from the changelog, which is slower but exact.
       }

@@ -5,17 +5,18 @@ import { StoreReader } from '../../state/queries.ts';
 import type { StoreFactory } from '../../state/store.ts';
 import { StoreKeys } from '../../state/store-keys.ts';
 import { TransactionalStore } from '../../state/transactional.ts';
+import { latestValue, valueAsOf } from '../../state/versioned.ts';
 import { heldValue } from '../nodes/suppress.ts';
 import { UnknownStoreError } from './task-errors.ts';
 
-/** The kinds of store interactive queries read: the rest are a stage's bookkeeping (dedupe ids, held-back updates, join buffers). */
-export const QUERYABLE_KINDS: ReadonlySet<CompiledStore['kind']> = new Set(['key-value', 'window', 'session']);
+/** The kinds of store interactive queries read (a versioned one as of a time too): the rest are a stage's bookkeeping (dedupe ids, held-back updates, join buffers). */
+export const QUERYABLE_KINDS: ReadonlySet<CompiledStore['kind']> = new Set(['key-value', 'window', 'session', 'versioned']);
 
 export interface ChangelogPartition {
   readonly store: string;
   readonly topic: string;
   readonly partition: number;
-  /** The table's source topic: restored up to the group's committed offset, never written, never checkpointed. */
+  /** The table's source topic: restored up to the group's committed offset, never written, checkpointed at that offset. */
   readonly sourceTopic?: boolean;
 }
 
@@ -108,11 +109,19 @@ export class TaskStores {
     return v === undefined ? undefined : decodeStored(spec, v);
   }
 
+  /** A versioned store's value of `key` at `asOf`, uncommitted writes included. */
+  getAsOf(name: string, key: unknown, asOf: number): unknown {
+    const { store, spec } = this.of(name);
+    const history = store.get(new StoreKeys(spec).encode(key));
+    const v = history === undefined ? undefined : valueAsOf(history, asOf, Number.NEGATIVE_INFINITY);
+    return v === undefined ? undefined : spec.valueSerde.deserialize(v, { topic: spec.changelogTopic, role: 'value' });
+  }
+
   /** Every entry of a store, decoded; window and session stores yield `Windowed<K>` keys. */
   entries(name: string): Array<[unknown, unknown]> {
     const { store, spec } = this.of(name);
     const keys = new StoreKeys(spec);
-    return [...store.entries()].map(([k, v]) => [keys.decode(k), decodeStored(spec, v)]);
+    return [...store.entries()].map(([k, v]): [unknown, unknown] => [keys.decode(k), decodeStored(spec, v)]).filter(([, v]) => v !== undefined);
   }
 
   /** A store's committed state only, never the open transaction's writes: what interactive queries answer from. */
@@ -122,9 +131,13 @@ export class TaskStores {
   }
 }
 
-/** A stored value as its stage knows it: a suppression buffer's, the update it holds back. */
+/** A stored value as its stage knows it: a suppression buffer's, the update it holds back; a versioned store's, its latest version (undefined: deleted). */
 function decodeStored(spec: CompiledStore, bytes: Buffer): unknown {
   const ctx = { topic: spec.changelogTopic, role: 'value' as const };
+  if (spec.versioned) {
+    const latest = latestValue(bytes);
+    return latest === undefined ? undefined : spec.valueSerde.deserialize(latest, ctx);
+  }
   if (spec.kind !== 'suppress') return spec.valueSerde.deserialize(bytes, ctx);
   const held = heldValue(bytes);
   return held === null ? null : spec.valueSerde.deserialize(held, ctx);

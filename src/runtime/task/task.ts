@@ -13,6 +13,7 @@ import { TaskBusyError, UnknownSourceTopicError, UnknownSubtopologyError } from 
 import type { RuntimeNode } from '../nodes/runtime-node.ts';
 import type { Step } from '../nodes/step.ts';
 import { StageFailure } from '../nodes/node-errors.ts';
+import { checkTableSourceRecord, type RestoreRejection } from './table-source-restore.ts';
 
 /** A task's id: its sub-topology and the partition of its sources it reads (state directories are named after it). */
 export const taskId = (subtopology: number, partition: number): string => `${subtopology}_${partition}`;
@@ -53,7 +54,7 @@ export class Task {
       if (n.kind === 'source' || n.kind === 'repartitionSource') this.#sources.set(n.topic!, node as SourceNode);
       if (n.stores.length > 0) this.#stateful.push(node);
     }
-    for (const n of sub.nodes) rt.get(n.name)!.children = n.children.map((c) => rt.get(c)!.inputFrom(n.name));
+    for (const n of sub.nodes) rt.get(n.name)!.children = n.children.map((c, i) => rt.get(c)!.inputFrom(n.name, n.children.slice(0, i).filter((earlier) => earlier === c).length));
     this.#caching = this.#state.caching;
     this.#punctuating = this.#state.punctuating;
   }
@@ -136,6 +137,12 @@ export class Task {
   /** The changelog partitions to replay through `restore` before the first `process`. */
   get changelogs(): readonly ChangelogPartition[] {
     return this.#stores.changelogs;
+  }
+
+  /** A record of a table's source topic that its serdes refuse is not restored (table-source-restore.ts). */
+  checkRestored(store: string, key: Buffer, value: Buffer | null): RestoreRejection | undefined | Promise<RestoreRejection | undefined> {
+    const { spec } = this.#stores.of(store);
+    return spec.sourceTopicChangelog ? checkTableSourceRecord(spec, key, value) : undefined;
   }
 
   /** Applies one changelog record (null value = tombstone) to committed state. */
@@ -320,6 +327,11 @@ export class Task {
   /** The open transaction's writes to the stores interactive queries read: a copy of committed state applies them once it commits. */
   queryableWrites(): Iterable<{ readonly store: string; readonly key: Buffer; readonly value: Buffer | null }> {
     return this.#stores.queryableWrites();
+  }
+
+  /** A versioned store's value of `key` at `asOf` (uncommitted included). */
+  getAsOf(store: string, key: unknown, asOf: number): unknown {
+    return this.#stores.getAsOf(store, key, asOf);
   }
 
   /** Reads a store's committed state only, never the open transaction's writes: what interactive queries answer from. */

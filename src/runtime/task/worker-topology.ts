@@ -6,6 +6,7 @@ import type { StoreReader } from '../../state/queries.ts';
 import type { TaskMetrics } from '../nodes/task-state.ts';
 import { createTask } from './task.ts';
 import type { TaskOptions } from './task-options.ts';
+import type { RestoreRejection } from './table-source-restore.ts';
 
 /**
  * What the worker needs of a compiled topology; `runtimeTopology` makes one of the compiler's output.
@@ -44,6 +45,8 @@ export interface RuntimeTopic {
 export interface RuntimeTask {
   readonly changelogs: readonly { readonly store: string; readonly topic: string; readonly partition: number; readonly sourceTopic?: boolean }[];
   restore(store: string, key: Buffer, value: Buffer | null): void;
+  /** Whether a changelog record may be restored: a table's source topic may hold records its serdes refuse (table-source-restore.ts); absent: all may. */
+  checkRestored?(store: string, key: Buffer, value: Buffer | null): RestoreRejection | undefined | Promise<RestoreRejection | undefined>;
   process(record: IncomingRecord, collector: RecordCollector): void | Promise<void>;
   /** Emits what the task holds back until its transaction commits (cached results, changelog records); tasks without stores may omit it. */
   prepareCommit?(out: CommitCollector): void | Promise<void>;

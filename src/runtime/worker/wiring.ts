@@ -3,7 +3,7 @@
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
 import { GlobalTableReader } from '../global-tables/global-table-reader.ts';
 import { InputSynchronizer } from '../loop/input-synchronizer.ts';
-import { PartitionProgress } from '../base/partition-progress.ts';
+import { PartitionProgress, partitionKey } from '../base/partition-progress.ts';
 import { RebalanceHandler } from '../loop/rebalance.ts';
 import { WorkerRecordCollector } from '../transaction/record-collector.ts';
 import { synchronizedInputs } from '../loop/synchronized-inputs.ts';
@@ -67,7 +67,7 @@ export function wireWorker({ topology, services, watch, guard, onTransition, par
   const progress = new PartitionProgress();
   const topicsOf = (kind: string): Set<string> => new Set(topology.topics.filter((t) => t.kind === kind).map((t) => t.name));
   const globalTables = new GlobalTableReader(topology.globalTables ?? [], (consumerConfig) => clients.consumer(consumerConfig));
-  const tasks = new TaskManager(topology, services, globalTables.rowsOf);
+  const tasks = new TaskManager(topology, services, globalTables.rowsOf, (topic, partition) => progress.committed.get(partitionKey(topic, partition)));
   const collector = new WorkerRecordCollector(services, output, topicsOf('dead-letter'), topicsOf('repartition'), partitionCount);
   const transaction = new TransactionDriver(services, output, tasks, progress, collector, guard);
   const queries = new InteractiveQueries({
