@@ -4,8 +4,8 @@ import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { OnceflowError } from '../errors.ts';
+import { packageLoaderArgs, packageModule } from '../kafka/paths.ts';
 import { RUNTIME_ENV } from './config-sources.ts';
 import type { CheckOutcome } from './typecheck-program.ts';
 
@@ -132,12 +132,8 @@ function writeEntry(path: string, inputs: readonly string[]): boolean {
 
 /** Runs the compiler in a child process (see typecheck-child.ts for why). */
 function runChecker(file: string, configPath: string | undefined, cwd: string, shownAs: string): Promise<CheckOutcome> {
-  const fromSources = import.meta.url.endsWith('.ts');
-  const script = fileURLToPath(new URL(fromSources ? './typecheck-child.ts' : './typecheck-child.js', import.meta.url));
-  // A git checkout runs src/ through tsx, and so must the child; the built package runs plain JavaScript.
-  const loader = fromSources ? ['--import', import.meta.resolve('tsx')] : [];
   return new Promise((done, fail) => {
-    execFile(process.execPath, [...loader, script, file, configPath ?? '', cwd], { maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [...packageLoaderArgs(), packageModule('cli/typecheck-child'), file, configPath ?? '', cwd], { maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
       if (err) {
         const detail = stderr.trim().split('\n').slice(-5).join('\n') || err.message;
         fail(/Cannot find (package|module) 'typescript'/.test(stderr) ? new TypeScriptUnavailableError(detail) : new TypecheckFailedError(shownAs, detail));
