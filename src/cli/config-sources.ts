@@ -58,7 +58,8 @@ export const RUNTIME_ENV = {
   dlqReadyIntervalMs: 'ONCEFLOW_DLQ_READY_INTERVAL_MS',
   logLevel: 'ONCEFLOW_LOG_LEVEL',
   logFormat: 'ONCEFLOW_LOG_FORMAT',
-  typecheckCacheDir: 'ONCEFLOW_CACHE_DIR',
+  /** onceflow's one cache folder: the broker jars (kafka/jars.ts reads it too) and the type check's passes. */
+  cache: 'ONCEFLOW_CACHE',
   /** Where `dev up` keeps its cluster and records its connection (default: the nearest `.onceflow/` with a dev.json from the current directory upward). */
   devClusterDir: 'ONCEFLOW_HOME',
 } as const;

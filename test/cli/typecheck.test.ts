@@ -35,7 +35,7 @@ writeFileSync(wrong, topology('(o) => isPaid(o)'));
 writeFileSync(right, topology('(_k, o) => isPaid(o)'));
 
 function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: root, encoding: 'utf8', timeout: 120_000, env: { ...process.env, ONCEFLOW_CACHE_DIR: cacheDir } });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: root, encoding: 'utf8', timeout: 120_000, env: { ...process.env, ONCEFLOW_CACHE: cacheDir } });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -137,6 +137,7 @@ describe(`the packed ${pkg.name} tarball, installed into a project of its own`, 
       assert.match(up.stderr, /fetching Apache Kafka jars with Maven into .*jar-cache/, up.stderr);
       assert.ok(existsSync(join(cache, 'kafka', 'libs', '.complete')), 'no finished fetch in the jar cache');
       assert.ok(up.stdout.includes(`(written to ${join(app, '.onceflow')}/dev.json)`), up.stdout);
+      assert.doesNotMatch(up.stdout, /ONCEFLOW_REGISTRY_URL/, 'no registry was started, so there is no address to print');
       bootstrap = (JSON.parse(readFileSync(join(app, '.onceflow', 'dev.json'), 'utf8')) as { bootstrap: string }).bootstrap;
       mkdirSync(sub(), { recursive: true });
     });
