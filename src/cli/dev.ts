@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { defineCommand } from './commands.ts';
 import { readFileSync } from 'node:fs';
 import { parseAcls } from '../kafka/acls.ts';
 import { BrokerCluster, BrokerCountError } from '../kafka/broker-cluster.ts';
@@ -30,7 +31,7 @@ function printSecureSettings(secure: SecureClusterInfo): void {
 }
 
 export function registerDev(program: Command): void {
-  const dev = program.command('dev').description('a local Kafka (KRaft: one node, or --brokers 3) and schema registry for development and tests');
+  const dev = defineCommand(program, 'dev');
   dev
     .command('up')
     .description('start the broker and the registry, wait until both answer, print where they are')
