@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { extname } from 'node:path';
-import { parseDocument } from 'yaml';
 import { OnceflowError } from '../errors.ts';
 import { parseWorkerConfig, type WorkerConfig, type WorkerConfigInput } from '../runtime/base/config.ts';
 
@@ -143,6 +143,8 @@ function readFile(path: string): Record<string, unknown> {
   const format = extname(path).toLowerCase() === '.json' ? 'JSON' : 'YAML';
   // YAML 1.2 reads JSON too. Only the error's position is reported, never its message: that quotes
   // the offending line, which may hold a password.
+  // Loaded only for a config file: the YAML parser was a sixth of every data tool's start-up (docs/operations.md#start-up).
+  const { parseDocument } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
   const doc = parseDocument(text, { prettyErrors: true });
   const first = doc.errors[0];
   if (first) {

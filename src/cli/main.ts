@@ -4,7 +4,7 @@ import { Command, CommanderError } from 'commander';
 import { isOnceflowError } from '../errors.ts';
 import { isClientError } from '../kafka/client-errors.ts';
 import { projectRoot } from '../kafka/paths.ts';
-import { COMMANDS, defineCommand, type CommandName } from './commands.ts';
+import { commandSpec, COMMANDS, defineCommand, isCommandName, type CommandName } from './commands.ts';
 
 // Read at run time rather than imported: src/cli and dist/src/cli sit at different depths below package.json.
 const { version } = JSON.parse(readFileSync(join(projectRoot(), 'package.json'), 'utf8')) as { version: string };
@@ -43,9 +43,13 @@ const LOADERS: Record<CommandName, () => Promise<Register>> = {
 // The program's own options take no value, so the first other word names the command (`help <command>` too).
 const words = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const invoked = words[0] === 'help' ? words[1] : words[0];
+const command = isCommandName(invoked) ? invoked : undefined;
+// Registering tsx costs more than the rest of a start-up (a loader thread): only a command that may import
+// a topology file pays for it. A checkout runs src/ through tsx already.
+if (command !== undefined && commandSpec(command).loadsTopology && !import.meta.url.endsWith('.ts')) (await import('tsx/esm/api')).register();
 for (const name of Object.keys(COMMANDS) as CommandName[]) {
   // The others only need their line in the command list.
-  if (name === invoked) (await LOADERS[name]())(program);
+  if (name === command) (await LOADERS[name]())(program);
   else defineCommand(program, name);
 }
 
