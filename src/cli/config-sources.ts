@@ -60,6 +60,8 @@ export const RUNTIME_ENV = {
   logFormat: 'ONCEFLOW_LOG_FORMAT',
   /** onceflow's one cache folder: the broker jars (kafka/jars.ts reads it too) and the type check's passes. */
   cache: 'ONCEFLOW_CACHE',
+  /** The type-check cache's earlier name, public in the README: an alias of `cache` for the type check only. */
+  typecheckCacheAlias: 'ONCEFLOW_CACHE_DIR',
   /** Where `dev up` keeps its cluster and records its connection (default: the nearest `.onceflow/` with a dev.json from the current directory upward). */
   devClusterDir: 'ONCEFLOW_HOME',
 } as const;

@@ -42,7 +42,7 @@ export class TypecheckFailedError extends OnceflowError {
 }
 
 export interface TypecheckOptions {
-  /** Where passes are cached; defaults to $ONCEFLOW_CACHE, else node_modules/.cache/onceflow above the file. */
+  /** Where passes are cached; defaults to $ONCEFLOW_CACHE (or its alias $ONCEFLOW_CACHE_DIR), else node_modules/.cache/onceflow above the file. */
   readonly cacheDir?: string;
   /** Paths in messages are relative to it when below it. Defaults to process.cwd(). */
   readonly cwd?: string;
@@ -84,7 +84,7 @@ function findUp(from: string, name: string, test: (p: string) => boolean): strin
 
 /** node_modules/.cache is where tools keep caches by convention: ignored by git, gone with node_modules. */
 function defaultCacheDir(fileDir: string): string {
-  const fromEnv = process.env[RUNTIME_ENV.cache];
+  const fromEnv = process.env[RUNTIME_ENV.cache] || process.env[RUNTIME_ENV.typecheckCacheAlias];
   if (fromEnv) return resolve(fromEnv);
   const modules = findUp(fileDir, 'node_modules', isDirectory);
   return modules ? join(modules, '.cache', 'onceflow') : join(tmpdir(), 'onceflow-cache');

@@ -96,3 +96,20 @@ test('an edit to a file the topology imports invalidates the cached pass', async
     writeFileSync(imported, original);
   }
 });
+
+test('ONCEFLOW_CACHE moves the cache; ONCEFLOW_CACHE_DIR, its earlier name, still does when ONCEFLOW_CACHE is unset', async () => {
+  const saved = { cache: process.env.ONCEFLOW_CACHE, alias: process.env.ONCEFLOW_CACHE_DIR };
+  const [one, other] = [join(dir, 'env-cache'), join(dir, 'alias-cache')];
+  try {
+    delete process.env.ONCEFLOW_CACHE;
+    process.env.ONCEFLOW_CACHE_DIR = other;
+    assert.ok((await typecheckTopology(right)).cacheFile?.startsWith(join(other, 'typecheck')));
+    process.env.ONCEFLOW_CACHE = one;
+    assert.ok((await typecheckTopology(right)).cacheFile?.startsWith(join(one, 'typecheck')));
+  } finally {
+    for (const [name, value] of [['ONCEFLOW_CACHE', saved.cache], ['ONCEFLOW_CACHE_DIR', saved.alias]] as const) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  }
+});
