@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { defineCommand } from './commands.ts';
 import { loadTopology } from '../dsl/load.ts';
 import { compile } from '../graph/compile.ts';
 import { aclsForTopology, formatAcls, type AclEntry } from '../kafka/acls.ts';
@@ -11,9 +12,7 @@ export async function aclsForFile(file: string, opts: { principal: string; appId
 
 export function registerAcls(program: Command, io: { readonly write?: (text: string) => void } = {}): void {
   const write = io.write ?? ((text: string) => void process.stdout.write(text));
-  program
-    .command('acls <topology>')
-    .description('print the least-privilege ACLs a worker principal needs for a topology (one per line: principal operation resourceType patternType name)')
+  defineCommand(program, 'acls')
     .requiredOption('--principal <principal>', 'the worker principal, e.g. User:orders')
     .option('--app-id <id>', "the deployment's app id (group, transactional-id prefix and internal topics derive from it)")
     .option('--json', 'print a JSON array instead')

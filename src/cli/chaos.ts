@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs';
+import { defineCommand } from './commands.ts';
 import { Option, type Command } from 'commander';
 import { runChaos } from '../verify/chaos/run-chaos.ts';
 import { durationMs } from './duration-option.ts';
@@ -6,9 +7,7 @@ import { intAtLeast } from './int-option.ts';
 import type { PipelineName } from '../verify/pipelines.ts';
 
 export function registerChaos(program: Command): void {
-  program
-    .command('chaos')
-    .description('kill replicas (and brokers, or stall their connections) while they process, then verify the committed output')
+  defineCommand(program, 'chaos')
     .option('--records <n>', 'input records', intAtLeast(1), 20000)
     .option('--replicas <n>', 'worker replicas', intAtLeast(1), 3)
     .option('--kills <n>', 'SIGKILLs of a random replica', intAtLeast(0), 5)

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { extname } from 'node:path';
-import { parseDocument } from 'yaml';
 import { OnceflowError } from '../errors.ts';
 import { parseWorkerConfig, type WorkerConfig, type WorkerConfigInput } from '../runtime/base/config.ts';
 
@@ -59,7 +59,10 @@ export const RUNTIME_ENV = {
   dlqReadyIntervalMs: 'ONCEFLOW_DLQ_READY_INTERVAL_MS',
   logLevel: 'ONCEFLOW_LOG_LEVEL',
   logFormat: 'ONCEFLOW_LOG_FORMAT',
-  typecheckCacheDir: 'ONCEFLOW_CACHE_DIR',
+  /** onceflow's one cache folder: the broker jars (kafka/jars.ts reads it too) and the type check's passes. */
+  cache: 'ONCEFLOW_CACHE',
+  /** The type-check cache's earlier name, public in the README: an alias of `cache` for the type check only. */
+  typecheckCacheAlias: 'ONCEFLOW_CACHE_DIR',
   /** Where `dev up` keeps its cluster and records its connection (default: the nearest `.onceflow/` with a dev.json from the current directory upward). */
   devClusterDir: 'ONCEFLOW_HOME',
 } as const;
@@ -143,6 +146,8 @@ function readFile(path: string): Record<string, unknown> {
   const format = extname(path).toLowerCase() === '.json' ? 'JSON' : 'YAML';
   // YAML 1.2 reads JSON too. Only the error's position is reported, never its message: that quotes
   // the offending line, which may hold a password.
+  // Loaded only for a config file: the YAML parser was a sixth of every data tool's start-up (docs/operations.md#start-up).
+  const { parseDocument } = createRequire(import.meta.url)('yaml') as typeof import('yaml');
   const doc = parseDocument(text, { prettyErrors: true });
   const first = doc.errors[0];
   if (first) {

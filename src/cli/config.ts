@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { defineCommand } from './commands.ts';
 import { Document, isMap, isPair, isScalar, type Pair } from 'yaml';
 import { parseWorkerConfig } from '../runtime/base/config.ts';
 import { loadTopology } from '../dsl/load.ts';
@@ -85,7 +86,7 @@ export interface CliIo {
 const stdio: CliIo = { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) };
 
 export function registerConfig(program: Command, io: CliIo = stdio): void {
-  const config = program.command('config').description('inspect the worker configuration');
+  const config = defineCommand(program, 'config');
   const print = config
     .command('print [topology]')
     .description('print the effective configuration (flags > env > file > `dev up` cluster > defaults), secrets redacted; the app id defaults to the topology file\'s')

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { defineCommand } from './commands.ts';
 import { compile } from '../graph/compile.ts';
 import { loadTopology } from '../dsl/load.ts';
 import { withAdmin } from '../kafka/admin.ts';
@@ -48,9 +49,7 @@ function untilSignalled(signal: AbortSignal | undefined): Promise<void> {
 
 export function registerConsole(program: Command, io: ConsoleIo = { out: (t) => process.stdout.write(t) }): void {
   addGroupOptions(
-    program
-      .command('console [topology]')
-      .description('serve a web page with the topology (where exactly-once ends) and the live state of the group, its members and its dead letters'),
+    defineCommand(program, 'console'),
   )
     .option('--port <port>', 'HTTP port of the page (0: any free one)', intAtLeast(0), 8080)
     .option('--host <host>', 'address to listen on (0.0.0.0 to reach it from elsewhere)', '127.0.0.1')

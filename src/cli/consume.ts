@@ -1,4 +1,5 @@
 import { Option, type Command } from 'commander';
+import { defineCommand } from './commands.ts';
 import { followTopic, type IsolationLevel } from '../kafka/read-topic.ts';
 import { addClientOptions } from './client-options.ts';
 import { connect, type ConnectionFlags } from './connection.ts';
@@ -14,9 +15,7 @@ interface ConsumeOptions extends ConnectionFlags {
 }
 
 export function registerConsume(program: Command): void {
-  addClientOptions(program
-    .command('consume <topic>')
-    .description('print the records of a topic as JSON lines (registry Avro, JSON and text decoded), outside any consumer group')
+  addClientOptions(defineCommand(program, 'consume')
     .option('--from-beginning', 'from the first record of each partition (default: only new records)')
     .addOption(new Option('--isolation <level>', 'read_committed skips aborted transactions; read_uncommitted shows them').choices(['read_committed', 'read_uncommitted']).default('read_committed'))
     .option('--max <n>', 'stop after this many records', intAtLeast(1))

@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs';
+import { defineCommand } from './commands.ts';
 import { join } from 'node:path';
 import { Option, type Command } from 'commander';
 import { startLocalCluster, stopLocalCluster } from '../kafka/local-cluster.ts';
@@ -168,9 +169,7 @@ function printTable(rows: readonly Row[]): void {
 }
 
 export function registerDemo(program: Command): void {
-  program
-    .command('demo')
-    .description('the story of where exactly-once holds and where it stops, each step measured on a local Kafka')
+  defineCommand(program, 'demo')
     .option('--records <n>', 'order events per run', intAtLeast(1), 20000)
     .addOption(new Option('--format <format>', 'order events format (avro: registry Avro in the Confluent wire format; starts the schema registry)').choices(['json', 'avro']).default('json'))
     .option('--pg-url <url>', 'PostgreSQL for the external-effect step', process.env.ONCEFLOW_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test')

@@ -1,4 +1,5 @@
 import { Option, type Command } from 'commander';
+import { defineCommand } from './commands.ts';
 import { compile } from '../graph/compile.ts';
 import type { CompiledTopology } from '../graph/compiled.ts';
 import type { CompiledNode } from '../graph/types.ts';
@@ -281,9 +282,7 @@ function knownConnection(flags: ConnectionFlags): Connection | undefined {
 /** `write` defaults to stdout; tests pass their own. */
 export function registerDescribe(program: Command, io: { readonly write?: (text: string) => void } = {}): void {
   const write = io.write ?? ((text: string) => void process.stdout.write(text));
-  const command = program
-    .command('describe <file>')
-    .description('print the compiled topology: sub-topologies, stores, topics and where exactly-once ends')
+  const command = defineCommand(program, 'describe')
     .option('--json', 'same as --format json')
     .addOption(new Option('--format <format>', 'output format').choices([...DESCRIBE_FORMATS]).default('text'))
     .option('--app-id <id>', "overrides the topology's app id (changes internal topic names)")

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { defineCommand } from './commands.ts';
 import { readFileSync } from 'node:fs';
 import { parseAcls } from '../kafka/acls.ts';
 import { BrokerCluster, BrokerCountError } from '../kafka/broker-cluster.ts';
@@ -15,6 +16,12 @@ function secureClusterIn(dir: string): { info: LocalClusterInfo; secure: SecureC
   return { info, secure: info.secure };
 }
 
+/** The cluster's addresses as the environment variables every command reads; no registry line when none was started. */
+function printConnectionEnv(info: Pick<LocalClusterInfo, 'bootstrap' | 'registryUrl'>): void {
+  console.log(`ONCEFLOW_BOOTSTRAP=${info.bootstrap}`);
+  if (info.registryUrl) console.log(`ONCEFLOW_REGISTRY_URL=${info.registryUrl}`);
+}
+
 /** The client settings of a secure cluster, as worker environment variables (the password stays in its file). */
 function printSecureSettings(secure: SecureClusterInfo): void {
   console.log('ONCEFLOW_KAFKA_SECURITY_PROTOCOL=SASL_SSL');
@@ -24,7 +31,7 @@ function printSecureSettings(secure: SecureClusterInfo): void {
 }
 
 export function registerDev(program: Command): void {
-  const dev = program.command('dev').description('a local Kafka (KRaft: one node, or --brokers 3) and schema registry for development and tests');
+  const dev = defineCommand(program, 'dev');
   dev
     .command('up')
     .description('start the broker and the registry, wait until both answer, print where they are')
@@ -44,8 +51,7 @@ export function registerDev(program: Command): void {
           console.log(`node ${node.nodeId}: 127.0.0.1:${node.advertisedPort} (pid ${node.pid}${kept ? ', already running' : `, answered after ${node.startMs} ms`}; replication listener ${node.internalPort}, controller ${node.controllerPort})`);
         }
         if (info.registryUrl) console.log(`registry ${info.registryUrl} (pid ${info.registryPid})`);
-        console.log(`ONCEFLOW_BOOTSTRAP=${info.bootstrap}`);
-        console.log(`ONCEFLOW_REGISTRY_URL=${info.registryUrl}`);
+        printConnectionEnv(info);
         console.log(`(written to ${opts.dir}/dev.json)`);
         return;
       }
@@ -56,8 +62,7 @@ export function registerDev(program: Command): void {
       const how = reused ? 'already running' : before !== undefined ? `started again on its data in ${info.dir}` : 'started';
       console.log(`${how}: broker ${info.bootstrap} (pid ${info.brokerPid}${reused ? '' : `, answered after ${info.brokerStartMs} ms`})`);
       if (info.registryUrl) console.log(`registry ${info.registryUrl} (pid ${info.registryPid}${registryReused ? ', already running' : `, answered after ${info.registryStartMs} ms`})`);
-      console.log(`ONCEFLOW_BOOTSTRAP=${info.bootstrap}`);
-      console.log(`ONCEFLOW_REGISTRY_URL=${info.registryUrl}`);
+      printConnectionEnv(info);
       if (info.secure) printSecureSettings(info.secure);
       console.log(`(written to ${opts.dir}/dev.json)`);
     });

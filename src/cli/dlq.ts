@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { defineCommand } from './commands.ts';
 import type { ClientOptions } from '../kafka/admin.ts';
 import { addClientOptions } from './client-options.ts';
 import { connect, type Connection, type ConnectionFlags } from './connection.ts';
@@ -62,7 +63,7 @@ function table(rows: Record<string, string | number>[]): string {
 }
 
 export function registerDlq(program: Command): void {
-  const dlq = program.command('dlq').description('inspect and replay dead-lettered records');
+  const dlq = defineCommand(program, 'dlq');
   common(dlq.command('list').description('show dead-lettered records with their errors')).action(async (opts: DlqOptions) => {
     const { bootstrap, dlqTopic, clientOptions } = await target(opts);
     const entries = await listDeadLetters(bootstrap, dlqTopic, parseWhere(opts.where ?? []), clientOptions);

@@ -2,26 +2,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { isOnceflowError } from '../errors.ts';
-import { isClientError } from '../kafka/clients.ts';
+import { isClientError } from '../kafka/client-errors.ts';
 import { projectRoot } from '../kafka/paths.ts';
-import { registerAcls } from './acls.ts';
-import { registerChaos } from './chaos.ts';
-import { registerConfig } from './config.ts';
-import { registerConsole } from './console.ts';
-import { registerConsume } from './consume.ts';
-import { registerDemo } from './demo.ts';
-import { registerDescribe } from './describe.ts';
-import { registerDev } from './dev.ts';
-import { registerDlq } from './dlq.ts';
-import { registerOutbox } from './outbox.ts';
-import { registerProduce } from './produce.ts';
-import { registerQuery } from './query.ts';
-import { registerReset } from './reset.ts';
-import { registerRun } from './run.ts';
-import { registerSetup } from './setup.ts';
-import { registerStatus } from './status.ts';
-import { registerTopics } from './topics.ts';
-import { registerVerify } from './verify.ts';
+import { commandSpec, COMMANDS, defineCommand, isCommandName, type CommandName } from './commands.ts';
 
 // Read at run time rather than imported: src/cli and dist/src/cli sit at different depths below package.json.
 const { version } = JSON.parse(readFileSync(join(projectRoot(), 'package.json'), 'utf8')) as { version: string };
@@ -32,24 +15,43 @@ const program = new Command('onceflow')
   .showHelpAfterError()
   .exitOverride();
 
-registerSetup(program);
-registerDev(program);
-registerTopics(program);
-registerProduce(program);
-registerConsume(program);
-registerDescribe(program);
-registerRun(program);
-registerVerify(program);
-registerChaos(program);
-registerDemo(program);
-registerStatus(program);
-registerReset(program);
-registerConsole(program);
-registerQuery(program);
-registerConfig(program);
-registerOutbox(program);
-registerDlq(program);
-registerAcls(program);
+type Register = (program: Command) => void;
+
+// Each command's module is imported only when that command runs: importing all of them (the Kafka
+// client, the runtime, zod schemas, the console server) took most of a start-up (docs/operations.md#start-up).
+const LOADERS: Record<CommandName, () => Promise<Register>> = {
+  setup: async () => (await import('./setup.ts')).registerSetup,
+  dev: async () => (await import('./dev.ts')).registerDev,
+  topics: async () => (await import('./topics.ts')).registerTopics,
+  produce: async () => (await import('./produce.ts')).registerProduce,
+  consume: async () => (await import('./consume.ts')).registerConsume,
+  describe: async () => (await import('./describe.ts')).registerDescribe,
+  run: async () => (await import('./run.ts')).registerRun,
+  verify: async () => (await import('./verify.ts')).registerVerify,
+  chaos: async () => (await import('./chaos.ts')).registerChaos,
+  demo: async () => (await import('./demo.ts')).registerDemo,
+  status: async () => (await import('./status.ts')).registerStatus,
+  reset: async () => (await import('./reset.ts')).registerReset,
+  console: async () => (await import('./console.ts')).registerConsole,
+  query: async () => (await import('./query.ts')).registerQuery,
+  config: async () => (await import('./config.ts')).registerConfig,
+  outbox: async () => (await import('./outbox.ts')).registerOutbox,
+  dlq: async () => (await import('./dlq.ts')).registerDlq,
+  acls: async () => (await import('./acls.ts')).registerAcls,
+};
+
+// The program's own options take no value, so the first other word names the command (`help <command>` too).
+const words = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const invoked = words[0] === 'help' ? words[1] : words[0];
+const command = isCommandName(invoked) ? invoked : undefined;
+// Registering tsx costs more than the rest of a start-up (a loader thread): only a command that may import
+// a topology file pays for it. A checkout runs src/ through tsx already.
+if (command !== undefined && commandSpec(command).loadsTopology && !import.meta.url.endsWith('.ts')) (await import('tsx/esm/api')).register();
+for (const name of Object.keys(COMMANDS) as CommandName[]) {
+  // The others only need their line in the command list.
+  if (name === command) (await LOADERS[name]())(program);
+  else defineCommand(program, name);
+}
 
 try {
   await program.parseAsync(process.argv);

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { defineCommand } from './commands.ts';
 import pg from 'pg';
 import { OnceflowError } from '../errors.ts';
 import { createOutboxTable, OutboxRelay, type OutboxRelayOptions } from '../effects/outbox-relay.ts';
@@ -35,7 +36,7 @@ export function relayOptions(opts: Pick<RelayOpts, 'table' | 'topic'>, connectio
 }
 
 export function registerOutbox(program: Command): void {
-  const outbox = program.command('outbox').description('the transactional outbox: events written with the data in PostgreSQL, relayed to Kafka');
+  const outbox = defineCommand(program, 'outbox');
   outbox
     .command('init')
     .description('create the outbox table (and its pending-rows index) if it does not exist')

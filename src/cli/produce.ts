@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { defineCommand } from './commands.ts';
 import { Option, type Command } from 'commander';
 import { DEFAULT_BATCH_SIZE } from '../core/record-size.ts';
 import { requireTopics, withAdmin, type ClientOptions } from '../kafka/admin.ts';
@@ -28,9 +29,7 @@ function readInput(file: string | undefined): string {
 }
 
 export function registerProduce(program: Command): void {
-  addClientOptions(program
-    .command('produce <topic> [file]')
-    .description('write one record per line of a file (or stdin) in one transaction: every line is checked first, and any failure writes nothing. JSON values by default, text, or registry Avro with --schema')
+  addClientOptions(defineCommand(program, 'produce')
     .addOption(new Option('--format <format>', 'json: each line a JSON value; text: each line as it is; avro: a JSON line encoded with --schema').choices(['json', 'text', 'avro']))
     .option('--schema <file.avsc>', 'Avro value schema, registered under <topic>-value (implies --format avro)')
     .option('--key-field <field>', 'the key is this field of each value')

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { defineCommand } from './commands.ts';
 import { OnceflowError } from '../errors.ts';
 import { withAdmin } from '../kafka/admin.ts';
 import { parseWorkerConfig } from '../runtime/base/config.ts';
@@ -28,9 +29,7 @@ interface QueryFlags {
  * knows the store's serdes and partitioning.
  */
 export function registerQuery(program: Command, out: (text: string) => void = (t) => process.stdout.write(t)): void {
-  program
-    .command('query <app> <store> <key>')
-    .description("read one key of a running application's store (interactive query; replicas need --advertised-url); a non-string key is JSON")
+  defineCommand(program, 'query')
     .option('--bootstrap <servers>', 'Kafka bootstrap servers (env ONCEFLOW_BOOTSTRAP)')
     .option('--config <file>', 'YAML or JSON config file')
     .option('--kafka <key=value>', 'librdkafka option, repeatable', (v: string, prev: string[] = []) => [...prev, v])

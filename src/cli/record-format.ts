@@ -2,8 +2,7 @@ import type { Type } from 'avsc';
 import type { IncomingRecord, RecordHeader } from '../core/records.ts';
 import { OnceflowError } from '../errors.ts';
 import type { RecordToProduce } from '../kafka/produce-records.ts';
-import { registryAvroSerde } from '../serdes/registry-avro.ts';
-import { kafkajsRegistryClient, type SchemaRegistryClient } from '../serdes/registry-client.ts';
+import type { SchemaRegistryClient } from '../serdes/registry-client.ts';
 
 /** A line `onceflow produce` cannot turn into a record: said with its line number, nothing produced. */
 export class ProduceInputError extends OnceflowError {
@@ -45,6 +44,8 @@ export async function lineEncoder(opts: LineEncoderOptions): Promise<LineEncoder
   let encodeValue: (value: unknown, lineNumber: number) => Buffer | null;
   if (opts.format === 'avro') {
     if (!opts.schema) throw new ProduceInputError('--format avro needs --schema <file.avsc>');
+    // Imported here: Avro and the registry client cost json and text lines a tenth of a second of start-up.
+    const { registryAvroSerde } = await import('../serdes/registry-avro.ts');
     const serde = registryAvroSerde<unknown>({ schema: opts.schema });
     const ctx = { topic: opts.topic, role: 'value' } as const;
     await serde.prepare?.(ctx, opts.registryUrl ? { registryUrl: opts.registryUrl } : {});
@@ -102,11 +103,13 @@ const WIRE_HEADER = 5;
  * knows), JSON, UTF-8 text; anything else is shown as `{"base64": ...}`.
  */
 export class RecordDecoder {
-  readonly #registry: SchemaRegistryClient | undefined;
+  // Made on the first record in the wire format: the client's import costs a tenth of a second of start-up.
+  #registry: Promise<SchemaRegistryClient> | undefined;
+  readonly #registryUrl: string | undefined;
   readonly #writers = new Map<number, Promise<Type | undefined>>();
 
   constructor(registryUrl: string | undefined) {
-    this.#registry = registryUrl ? kafkajsRegistryClient(registryUrl) : undefined;
+    this.#registryUrl = registryUrl;
   }
 
   async print(r: IncomingRecord, withHeaders: boolean): Promise<PrintedRecord> {
@@ -122,7 +125,7 @@ export class RecordDecoder {
 
   async decode(data: Buffer | null): Promise<unknown> {
     if (data === null) return null;
-    if (this.#registry && data.length >= WIRE_HEADER && data[0] === WIRE_MAGIC) {
+    if (this.#registryUrl !== undefined && data.length >= WIRE_HEADER && data[0] === WIRE_MAGIC) {
       const writer = await this.#writer(data.readInt32BE(1));
       if (writer) {
         try {
@@ -146,8 +149,9 @@ export class RecordDecoder {
   #writer(id: number): Promise<Type | undefined> {
     let found = this.#writers.get(id);
     if (!found) {
-      const registry = this.#registry!;
-      found = registry.writerSchema(id).then((w) => (w.status === 'found' ? w.type : undefined), () => undefined);
+      const url = this.#registryUrl!;
+      this.#registry ??= import('../serdes/registry-client.ts').then((m) => m.kafkajsRegistryClient(url));
+      found = this.#registry.then((registry) => registry.writerSchema(id)).then((w) => (w.status === 'found' ? w.type : undefined), () => undefined);
       this.#writers.set(id, found);
     }
     return found;

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { defineCommand } from './commands.ts';
 import { compile } from '../graph/compile.ts';
 import { loadTopology } from '../dsl/load.ts';
 import { applyReset, planReset, type ResetPlan } from './reset-plan.ts';
@@ -26,11 +27,7 @@ export function formatResetPlan(plan: ResetPlan, dryRun: boolean): string {
 
 export function registerReset(program: Command, out: (text: string) => void = (t) => process.stdout.write(t)): void {
   addGroupOptions(
-    program
-      .command('reset <topology>')
-      .description(
-        "reprocess an application from scratch (Kafka Streams' application reset tool): its consumer group's input offsets to the beginning, its internal repartition and changelog topics deleted, its local state directory (<state-dir>/<app-id>) deleted. Source and output topics are kept. Refuses while the group has live members: stop every worker first",
-      ),
+    defineCommand(program, 'reset'),
   )
     .option('--dry-run', 'print the offsets, topics and state directory it would touch, and change nothing')
     .option('--delete-dead-letter-topic', "delete the application's own dead-letter topic too (<app-id>-dlq; kept by default)")

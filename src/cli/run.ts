@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { defineCommand } from './commands.ts';
 import { compile } from '../graph/compile.ts';
 import { loadTopology } from '../dsl/load.ts';
 import { Worker } from '../runtime/worker/worker.ts';
@@ -36,9 +37,7 @@ export async function workerForFile(file: string, opts: RunOptions, env: NodeJS.
 }
 
 export function registerRun(program: Command): void {
-  const command = program
-    .command('run <topology>')
-    .description('run a topology file as one worker replica (replicas share the app id; give each its own --instance-id)')
+  const command = defineCommand(program, 'run')
     .option('--http-port <port>', 'serve /metrics, /healthz and /readyz on this port (env ONCEFLOW_HTTP_PORT)')
     .option('--metrics-port <port>', 'the same as --http-port (the name Prometheus set-ups look for)')
     .option('--log-level <level>', 'trace | debug | info | warn | error (env ONCEFLOW_LOG_LEVEL)')

@@ -1,11 +1,10 @@
 import type { Command } from 'commander';
+import { defineCommand } from './commands.ts';
 import { assertJava } from '../kafka/java.ts';
 import { ensureKafkaJars, ensureRegistryJars, jarCacheDir } from '../kafka/jars.ts';
 
 export function registerSetup(program: Command): void {
-  program
-    .command('setup')
-    .description('fetch the local Kafka and schema registry jars with Maven into the cache now (`dev up`, `demo` and `chaos` do it on first use); ONCEFLOW_CACHE moves the cache')
+  defineCommand(program, 'setup')
     .option('--no-registry', 'the broker jars only')
     .action(async (opts: { registry: boolean }) => {
       assertJava();

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { defineCommand } from './commands.ts';
 import { KafkaJS } from '@confluentinc/kafka-javascript';
 import { OnceflowError } from '../errors.ts';
 import { withAdmin, type AdminClient } from '../kafka/admin.ts';
@@ -204,7 +205,7 @@ export async function groupConfig(opts: GroupFlags, fallbackAppId?: string): Pro
 }
 
 export function registerStatus(program: Command, io: StatusIo = { out: (t) => process.stdout.write(t) }): void {
-  addGroupOptions(program.command('status [topology]').description("an application's consumer group: members, assigned partitions, committed and end offsets, lag; the app id defaults to the topology file's"))
+  addGroupOptions(defineCommand(program, 'status'))
     .option('--watch', 'refresh every 2 s until interrupted')
     .option('--json', 'print the status as JSON')
     .action(async (file: string | undefined, opts: StatusFlags) => {

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, type Command } from 'commander';
+import { defineCommand } from './commands.ts';
 import { KafkaJS } from '@confluentinc/kafka-javascript';
 import { ensureTopics, requireTopics, withAdmin } from '../kafka/admin.ts';
 import { addClientOptions } from './client-options.ts';
@@ -13,7 +14,7 @@ function collectPair(kv: string, prev: Record<string, string> = {}): Record<stri
 }
 
 export function registerTopics(program: Command): void {
-  const topics = program.command('topics').description('create, list and describe topics');
+  const topics = defineCommand(program, 'topics');
   addClientOptions(topics
     .command('create <names...>')
     .description('create topics that do not exist yet (existing ones are left as they are)')

@@ -4,9 +4,9 @@
  */
 import { checkProgram } from './typecheck-program.ts';
 
-const [file, configPath, cwd] = process.argv.slice(2);
+const [file, configPath, cwd, buildInfoFile] = process.argv.slice(2);
 if (file === undefined || cwd === undefined) {
-  process.stderr.write('usage: typecheck-child <file> <tsconfig.json or ""> <cwd>\n');
+  process.stderr.write('usage: typecheck-child <file> <tsconfig.json or ""> <cwd> [<tsbuildinfo>]\n');
   process.exit(2);
 }
-process.stdout.write(`${JSON.stringify(await checkProgram(file, configPath || undefined, cwd))}\n`);
+process.stdout.write(`${JSON.stringify(await checkProgram(file, configPath || undefined, cwd, buildInfoFile || undefined))}\n`);

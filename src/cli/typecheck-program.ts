@@ -1,5 +1,6 @@
 import { dirname, isAbsolute, relative } from 'node:path';
 import type ts from 'typescript';
+import { writeCacheFile } from './cache-file.ts';
 
 /** What one compiler run found: the files it read (for the cache), or the errors to show. */
 export type CheckOutcome = { readonly ok: true; readonly inputs: readonly string[] } | { readonly ok: false; readonly diagnostics: readonly string[]; readonly total: number };
@@ -55,12 +56,22 @@ function formatDiagnostic(t: typeof ts, d: ts.Diagnostic, cwd: string): string {
   return `${shown}:${line + 1}:${character + 1} - error TS${d.code}: ${message}\n    ${gutter}${source}\n    ${' '.repeat(gutter.length + character)}${'~'.repeat(width)}`;
 }
 
-/** Type-checks `file` and everything it imports, as `tsc --noEmit` with the given tsconfig.json would. */
-export async function checkProgram(file: string, configPath: string | undefined, cwd: string): Promise<CheckOutcome> {
+/**
+ * Type-checks `file` and everything it imports, as `tsc --noEmit` with the given tsconfig.json would.
+ * With `buildInfoFile`, as `tsc --incremental` does: the file records what each source's check found,
+ * so that after an edit only the changed files and those that depend on them are checked again.
+ */
+export async function checkProgram(file: string, configPath: string | undefined, cwd: string, buildInfoFile?: string): Promise<CheckOutcome> {
   const t = (await import('typescript')).default;
   const settings = settingsFor(t, configPath);
-  const program = t.createProgram({ rootNames: [file], options: settings.options });
-  const errors = [...settings.errors, ...t.getPreEmitDiagnostics(program)].filter((d) => d.category === t.DiagnosticCategory.Error);
+  const options: ts.CompilerOptions = buildInfoFile === undefined ? settings.options : { ...settings.options, incremental: true, tsBuildInfoFile: buildInfoFile };
+  const builder = t.createIncrementalProgram({ rootNames: [file], options });
+  const program = builder.getProgram();
+  const diagnostics = [...builder.getConfigFileParsingDiagnostics(), ...builder.getOptionsDiagnostics(), ...builder.getSyntacticDiagnostics(), ...builder.getGlobalDiagnostics(), ...builder.getSemanticDiagnostics()];
+  // Written pass or fail: the next check after a fix reuses what this one found in the unchanged files.
+  // Whole or not at all (cache-file.ts): a torn build info would fail the next check.
+  if (buildInfoFile !== undefined) builder.emit(undefined, (path, text) => void writeCacheFile(path, text));
+  const errors = [...settings.errors, ...diagnostics].filter((d) => d.category === t.DiagnosticCategory.Error);
   if (errors.length > 0) return { ok: false, diagnostics: errors.slice(0, MAX_SHOWN).map((d) => formatDiagnostic(t, d, cwd)), total: errors.length };
   // TypeScript's own lib files change only with its version, which the caller records separately.
   const read = program.getSourceFiles().filter((sf) => !program.isSourceFileDefaultLibrary(sf)).map((sf) => sf.fileName);

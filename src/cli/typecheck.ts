@@ -1,11 +1,12 @@
 import { execFile } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { OnceflowError } from '../errors.ts';
+import { packageLoaderArgs, packageModule } from '../kafka/paths.ts';
+import { writeCacheFile } from './cache-file.ts';
 import { RUNTIME_ENV } from './config-sources.ts';
 import type { CheckOutcome } from './typecheck-program.ts';
 
@@ -41,7 +42,7 @@ export class TypecheckFailedError extends OnceflowError {
 }
 
 export interface TypecheckOptions {
-  /** Where passes are cached; defaults to $ONCEFLOW_CACHE_DIR, else node_modules/.cache/onceflow above the file. */
+  /** Where passes are cached; defaults to $ONCEFLOW_CACHE (or its alias $ONCEFLOW_CACHE_DIR), else node_modules/.cache/onceflow above the file. */
   readonly cacheDir?: string;
   /** Paths in messages are relative to it when below it. Defaults to process.cwd(). */
   readonly cwd?: string;
@@ -83,7 +84,7 @@ function findUp(from: string, name: string, test: (p: string) => boolean): strin
 
 /** node_modules/.cache is where tools keep caches by convention: ignored by git, gone with node_modules. */
 function defaultCacheDir(fileDir: string): string {
-  const fromEnv = process.env[RUNTIME_ENV.typecheckCacheDir];
+  const fromEnv = process.env[RUNTIME_ENV.cache] || process.env[RUNTIME_ENV.typecheckCacheAlias];
   if (fromEnv) return resolve(fromEnv);
   const modules = findUp(fileDir, 'node_modules', isDirectory);
   return modules ? join(modules, '.cache', 'onceflow') : join(tmpdir(), 'onceflow-cache');
@@ -116,28 +117,19 @@ function unchanged(entry: CacheEntry): boolean {
 }
 
 function writeEntry(path: string, inputs: readonly string[]): boolean {
+  let entry: CacheEntry;
   try {
-    const entry: CacheEntry = { format: CACHE_FORMAT, inputs: inputs.map((p) => [p, sha256(readFileSync(p))] as const) };
-    mkdirSync(dirname(path), { recursive: true });
-    // Replicas started together check the same file; a rename never leaves a half-written entry to read.
-    const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}`;
-    writeFileSync(tmp, JSON.stringify(entry));
-    renameSync(tmp, path);
-    return true;
+    entry = { format: CACHE_FORMAT, inputs: inputs.map((p) => [p, sha256(readFileSync(p))] as const) };
   } catch {
-    // The cache only saves time: a read-only file system (a locked-down container) must still run.
-    return false;
+    return false; // an input gone since the check: nothing true to record
   }
+  return writeCacheFile(path, JSON.stringify(entry));
 }
 
 /** Runs the compiler in a child process (see typecheck-child.ts for why). */
-function runChecker(file: string, configPath: string | undefined, cwd: string, shownAs: string): Promise<CheckOutcome> {
-  const fromSources = import.meta.url.endsWith('.ts');
-  const script = fileURLToPath(new URL(fromSources ? './typecheck-child.ts' : './typecheck-child.js', import.meta.url));
-  // A git checkout runs src/ through tsx, and so must the child; the built package runs plain JavaScript.
-  const loader = fromSources ? ['--import', import.meta.resolve('tsx')] : [];
+function runChecker(file: string, configPath: string | undefined, cwd: string, shownAs: string, buildInfoFile: string): Promise<CheckOutcome> {
   return new Promise((done, fail) => {
-    execFile(process.execPath, [...loader, script, file, configPath ?? '', cwd], { maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [...packageLoaderArgs(), packageModule('cli/typecheck-child'), file, configPath ?? '', cwd, buildInfoFile], { maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
       if (err) {
         const detail = stderr.trim().split('\n').slice(-5).join('\n') || err.message;
         fail(/Cannot find (package|module) 'typescript'/.test(stderr) ? new TypeScriptUnavailableError(detail) : new TypecheckFailedError(shownAs, detail));
@@ -165,7 +157,8 @@ export async function typecheckTopology(file: string, opts: TypecheckOptions = {
   const cacheFile = join(opts.cacheDir ?? defaultCacheDir(dirname(real)), 'typecheck', `${sha256(`${CACHE_FORMAT}\0${real}\0${configPath ?? ''}`)}.json`);
   const entry = readEntry(cacheFile);
   if (entry !== undefined && unchanged(entry)) return { outcome: 'cached', cacheFile };
-  const outcome = await runChecker(real, configPath, opts.cwd ?? process.cwd(), file);
+  // Beside the entry: what the last check found in each file, so that one after an edit checks only what changed.
+  const outcome = await runChecker(real, configPath, opts.cwd ?? process.cwd(), file, cacheFile.replace(/\.json$/, '.tsbuildinfo'));
   if (!outcome.ok) throw new TopologyTypeError(file, outcome.diagnostics, outcome.total);
   const inputs = [...new Set([...outcome.inputs, ...typescriptManifest()])];
   return writeEntry(cacheFile, inputs) ? { outcome: 'checked', cacheFile } : { outcome: 'checked' };

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { defineCommand } from './commands.ts';
 import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import { OnceflowError } from '../errors.ts';
@@ -47,9 +48,7 @@ export const verifyClients = (connection: Pick<Connection, 'bootstrap' | 'client
 });
 
 export function registerVerify(program: Command): void {
-  addClientOptions(program
-    .command('verify [topology]')
-    .description('check a run\'s committed output against its input through the lineage headers: no duplicate, no orphan, no gap in any topic of the topology; with --model also no loss and exact aggregates (exit 1 on any violation)')
+  addClientOptions(defineCommand(program, 'verify')
     .option('--app-id <id>', 'the application id (default: the topology\'s)')
     .option('--model <file>', 'a module default-exporting an expectation model (src/verify/verify.ts ExpectationModel) for loss and aggregate checks')
     .option('--result <topic>', 'with --model: the output topic whose last value per key is compared (default: the only output)')

@@ -18,14 +18,9 @@ export const ERR = CODES.ERRORS as Readonly<Record<string, number>>;
 
 export type RdConfig = Record<string, string | number | boolean | ((...args: never[]) => void)>;
 
-export function isKafkaError(e: unknown): e is LibrdKafkaError {
-  return typeof e === 'object' && e !== null && typeof (e as { code?: unknown }).code === 'number' && 'origin' in e;
-}
+import { isKafkaError } from './client-errors.ts';
 
-/** An error the Kafka client raised (node-rdkafka style or its KafkaJS layer): a numeric code, often a librdkafka type name. */
-export function isClientError(e: unknown): e is Error & { readonly code: number; readonly type?: string } {
-  return e instanceof Error && typeof (e as { code?: unknown }).code === 'number' && (isKafkaError(e) || e.name.startsWith('KafkaJS'));
-}
+export { isClientError, isKafkaError } from './client-errors.ts';
 
 function callback<T>(resolve: (v: T) => void, reject: (e: unknown) => void) {
   return (err: LibrdKafkaError | null | undefined, value?: T) => (err ? reject(err) : resolve(value as T));

@@ -20,7 +20,8 @@ interface Looked {
   readonly first: number | null;
 }
 
-const key = (topic: string, partition: number): string => `${topic}-${partition}`;
+/** How `firstReadable` keys its answers. */
+export const probeKey = (topic: string, partition: number): string => `${topic}-${partition}`;
 
 /**
  * Finds, for `recordsBehind`, whether a read_committed reader would get anything between a group's
@@ -45,24 +46,24 @@ export class ReadableProbe {
     const toLook: ProbeRange[] = [];
     for (const r of ranges) {
       if (r.end <= r.from) continue;
-      const before = this.#looked.get(key(r.topic, r.partition));
-      if (before && before.from === r.from && before.end === r.end) out.set(key(r.topic, r.partition), before.first);
+      const before = this.#looked.get(probeKey(r.topic, r.partition));
+      if (before && before.from === r.from && before.end === r.end) out.set(probeKey(r.topic, r.partition), before.first);
       else toLook.push(r);
     }
     if (toLook.length === 0) return out;
     const consumer = await this.#open();
-    const pending = new Map(toLook.map((r) => [key(r.topic, r.partition), r]));
+    const pending = new Map(toLook.map((r) => [probeKey(r.topic, r.partition), r]));
     this.#eofs.clear();
     consumer.assign(toLook.map((r) => ({ topic: r.topic, partition: r.partition, offset: r.from })));
     try {
       const deadline = Date.now() + this.timeoutMs;
       while (pending.size > 0 && Date.now() < deadline) {
         for (const m of await consumeBatch(consumer, 500)) {
-          const range = pending.get(key(m.topic, m.partition));
+          const range = pending.get(probeKey(m.topic, m.partition));
           if (!range) continue;
           // A record written after the end was read is not lag the end could show.
           this.#settle(out, range, m.offset < range.end ? m.offset : null);
-          pending.delete(key(m.topic, m.partition));
+          pending.delete(probeKey(m.topic, m.partition));
         }
         for (const eof of this.#eofs) {
           const range = pending.get(eof);
@@ -77,14 +78,14 @@ export class ReadableProbe {
   }
 
   #settle(out: Map<string, FirstReadable>, range: ProbeRange, first: number | null): void {
-    out.set(key(range.topic, range.partition), first);
-    this.#looked.set(key(range.topic, range.partition), { from: range.from, end: range.end, first });
+    out.set(probeKey(range.topic, range.partition), first);
+    this.#looked.set(probeKey(range.topic, range.partition), { from: range.from, end: range.end, first });
   }
 
   async #open(): Promise<KafkaConsumer> {
     if (this.#consumer) return this.#consumer;
     const consumer = await connectConsumer({ ...readerConfig(this.bootstrap, 'read_committed', this.clientOptions), 'fetch.wait.max.ms': 20 });
-    consumer.on('partition.eof', (eof) => this.#eofs.add(key(eof.topic, eof.partition)));
+    consumer.on('partition.eof', (eof) => this.#eofs.add(probeKey(eof.topic, eof.partition)));
     this.#consumer = consumer;
     return consumer;
   }

@@ -23,8 +23,8 @@ export interface ObservedWorker {
   transitionCounts?(): readonly TransitionCount[];
   /** Rejects when the worker's loop died of an unrecoverable error. */
   done(): Promise<void>;
-  /** Lag of each assigned source partition, from the client's cached end offsets (no broker round trip). */
-  partitionLag?(): readonly PartitionLag[];
+  /** Lag of each assigned source partition, as `onceflow status` counts it (kafka/lag.ts). */
+  partitionLag?(): readonly PartitionLag[] | Promise<readonly PartitionLag[]>;
   /** Records consumed and produced per topic since start. */
   topicRecords?(): readonly TopicRecordCount[];
   /** Per join stage, stream records that found no row in the table. */

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { IDEMPOTENCY_KEY_HEADER } from '../effects/http.ts';
 import { balanceChangeCount, balanceDrift, balances, createDemoAccounts, demoEvents, dropDemoAccounts, expectedBalances, type DebitEvent, type DemoAccounts } from '../effects/demo-accounts.ts';
 import { ensureTopics, withAdmin } from '../kafka/admin.ts';
+import { exampleTopology } from '../kafka/paths.ts';
 import { readTopic } from '../kafka/read-topic.ts';
 import { isIdempotentMode, type DebitMode } from '../../processors/payments.ts';
 import { produceAll } from './orders-input.ts';
@@ -40,7 +41,7 @@ export interface EffectsChaosResult {
 }
 
 const ACCOUNTS = ['acc-0', 'acc-1', 'acc-2', 'acc-3', 'acc-4'];
-const TOPOLOGY = 'topology/payments.ts';
+const TOPOLOGY = exampleTopology('payments');
 
 /** A charge endpoint that dedupes on the Idempotency-Key header when one is sent, as a payment API does. */
 class ChargeServer {

@@ -1,5 +1,6 @@
 import type { IncomingRecord } from '../core/records.ts';
 import { ordersInput, prng, type InputRecord } from './orders-input.ts';
+import { exampleTopology } from '../kafka/paths.ts';
 import { recordId, type ExpectationModel } from './verify.ts';
 import { sessionsInput, sessionsModel } from './sessions-pipeline.ts';
 import { heartbeatsModel } from './heartbeats-pipeline.ts';
@@ -158,35 +159,35 @@ function enrichmentInput({ records, seed, poison }: { records: number; seed: num
 export const pipelines: Record<PipelineName, Pipeline> = {
   sessions: {
     name: 'sessions',
-    file: 'topology/sessions.ts',
+    file: exampleTopology('sessions'),
     env: (input, output) => ({ ONCEFLOW_SESSIONS_INPUT: input, ONCEFLOW_SESSIONS_OUTPUT: output }),
     input: sessionsInput,
     model: sessionsModel(),
   },
   heartbeats: {
     name: 'heartbeats',
-    file: 'topology/heartbeats.ts',
+    file: exampleTopology('heartbeats'),
     env: (input, output) => ({ ONCEFLOW_HEARTBEATS_INPUT: input, ONCEFLOW_HEARTBEATS_OUTPUT: output }),
     input: sessionsInput,
     model: heartbeatsModel(),
   },
   enrichment: {
     name: 'enrichment',
-    file: 'topology/enrichment-events.ts',
+    file: exampleTopology('enrichment-events'),
     env: (input, output) => ({ ONCEFLOW_ENRICH_EVENTS_INPUT: input, ONCEFLOW_ENRICH_EVENTS_OUTPUT: output }),
     input: enrichmentInput,
     model: enrichmentModel(),
   },
   orders: {
     name: 'orders',
-    file: 'topology/orders.ts',
+    file: exampleTopology('orders'),
     env: (input, output) => ({ ONCEFLOW_ORDERS_INPUT: input, ONCEFLOW_ORDERS_OUTPUT: output }),
     input: ({ records, seed, poison }) => ordersInput({ records, seed, poison }),
     model: ordersModel(),
   },
   'word-count': {
     name: 'word-count',
-    file: 'topology/word-count.ts',
+    file: exampleTopology('word-count'),
     env: (input, output) => ({ ONCEFLOW_WORDS_INPUT: input, ONCEFLOW_WORDS_OUTPUT: output }),
     input: ({ records, seed }) => {
       const rand = prng(seed);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createInterface } from 'node:readline';
-import { projectRoot } from '../kafka/paths.ts';
+import { packageLoaderArgs, packageModule, projectRoot } from '../kafka/paths.ts';
 
 export interface WorkerEventLine {
   readonly type: string;
@@ -14,7 +14,11 @@ export interface WorkerEventLine {
 /** A day: longer than any verified run, so no repartition record is purged before the verifier reads it. */
 export const VERIFIABLE_PURGE_INTERVAL_MS = 86_400_000;
 
-/** A worker replica in its own process, as users run it: `onceflow run <file>`; its events come as JSON lines. */
+/**
+ * A worker replica in its own process, as users run it: `onceflow run <file>`; its events come as JSON lines.
+ * The CLI is this package's own, found from this module, so that `demo` and `chaos` run from an installed
+ * package as from a checkout; a relative `file` is below the package's folder.
+ */
 export class WorkerProcess {
   readonly events: WorkerEventLine[] = [];
   readonly stderr: string[] = [];
@@ -32,7 +36,7 @@ export class WorkerProcess {
     // On SIGUSR2 node writes a diagnostic report (JS stack, libuv handles), one file per request: how a stuck worker is read.
     mkdirSync(this.reportDir, { recursive: true });
     const report = ['--report-on-signal', '--report-compact', `--report-directory=${this.reportDir}`];
-    this.child = spawn(process.execPath, [...report, '--import', 'tsx', 'src/cli/main.ts', 'run', file, '--events', '--no-typecheck', ...args], {
+    this.child = spawn(process.execPath, [...report, ...packageLoaderArgs(), packageModule('cli/main'), 'run', file, '--events', '--no-typecheck', ...args], {
       cwd: projectRoot(),
       // The verifiers trace every output back through the repartition topics after the run, so those must stay
       // whole: the purge is off unless a run asks for it (the purge's own tests do).

@@ -6,7 +6,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { projectRoot } from '../../src/kafka/paths.ts';
 import { typecheckTopology } from '../../src/cli/typecheck.ts';
@@ -35,7 +35,7 @@ writeFileSync(wrong, topology('(o) => isPaid(o)'));
 writeFileSync(right, topology('(_k, o) => isPaid(o)'));
 
 function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: root, encoding: 'utf8', timeout: 120_000, env: { ...process.env, ONCEFLOW_CACHE_DIR: cacheDir } });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: root, encoding: 'utf8', timeout: 120_000, env: { ...process.env, ONCEFLOW_CACHE: cacheDir } });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -69,6 +69,7 @@ test('a pass is cached: a second start reads the entry the first wrote and skips
   const hit = await typecheckTopology(right, { cacheDir });
   assert.equal(hit.outcome, 'cached');
   const entry = hit.cacheFile!;
+  assert.ok(existsSync(entry.replace(/\.json$/, '.tsbuildinfo')), 'the check left its build info (tsc --incremental) for the one after an edit');
   const written = statSync(entry).mtimeMs;
   const second = cli('describe', relative(root, right));
   assert.equal(second.status, 0, second.stderr);
@@ -87,4 +88,28 @@ test('an edit to a file the topology imports invalidates the cached pass', async
     writeFileSync(imported, original);
   }
   assert.equal((await typecheckTopology(right, { cacheDir })).outcome, 'cached', 'back to the contents that passed');
+  // A new content that passes is checked again, from the build info the failed check left: it must pass.
+  writeFileSync(imported, `${original}export const unused = 1;\n`);
+  try {
+    assert.equal((await typecheckTopology(right, { cacheDir })).outcome, 'checked');
+  } finally {
+    writeFileSync(imported, original);
+  }
+});
+
+test('ONCEFLOW_CACHE moves the cache; ONCEFLOW_CACHE_DIR, its earlier name, still does when ONCEFLOW_CACHE is unset', async () => {
+  const saved = { cache: process.env.ONCEFLOW_CACHE, alias: process.env.ONCEFLOW_CACHE_DIR };
+  const [one, other] = [join(dir, 'env-cache'), join(dir, 'alias-cache')];
+  try {
+    delete process.env.ONCEFLOW_CACHE;
+    process.env.ONCEFLOW_CACHE_DIR = other;
+    assert.ok((await typecheckTopology(right)).cacheFile?.startsWith(join(other, 'typecheck')));
+    process.env.ONCEFLOW_CACHE = one;
+    assert.ok((await typecheckTopology(right)).cacheFile?.startsWith(join(one, 'typecheck')));
+  } finally {
+    for (const [name, value] of [['ONCEFLOW_CACHE', saved.cache], ['ONCEFLOW_CACHE_DIR', saved.alias]] as const) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  }
 });

@@ -2,7 +2,8 @@
  * The package as a user gets it: built, packed with `npm pack`, installed from the tarball into a
  * project of its own, then imported from plain `node`, type-checked by a strict `tsc` that also checks
  * onceflow's declarations, and run as the installed `onceflow` command, down to `dev up` with an empty jar
- * cache and the commands that find its broker from the app. Nothing the checks run comes from src/.
+ * cache and the commands that find its broker from the app, and `chaos` running the example topology the package
+ * ships. Nothing the checks run comes from src/.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -136,6 +137,7 @@ describe(`the packed ${pkg.name} tarball, installed into a project of its own`, 
       assert.match(up.stderr, /fetching Apache Kafka jars with Maven into .*jar-cache/, up.stderr);
       assert.ok(existsSync(join(cache, 'kafka', 'libs', '.complete')), 'no finished fetch in the jar cache');
       assert.ok(up.stdout.includes(`(written to ${join(app, '.onceflow')}/dev.json)`), up.stdout);
+      assert.doesNotMatch(up.stdout, /ONCEFLOW_REGISTRY_URL/, 'no registry was started, so there is no address to print');
       bootstrap = (JSON.parse(readFileSync(join(app, '.onceflow', 'dev.json'), 'utf8')) as { bootstrap: string }).bootstrap;
       mkdirSync(sub(), { recursive: true });
     });
@@ -182,6 +184,21 @@ describe(`the packed ${pkg.name} tarball, installed into a project of its own`, 
       assert.deepEqual([...totals].sort(), [['c1', 10], ['c2', 1]], stderr);
       const thread = events.find((e) => e.type === 'processing-thread');
       assert.deepEqual(thread?.subtopologies, [0], `${JSON.stringify(thread)}\n${stderr}`);
+    });
+
+    it('`chaos` runs the example topology the package ships, its replicas started by the installed CLI, and verifies exactly-once through a kill', () => {
+      // Tiny counts: what is under test is that the package finds its own CLI and topology, not the guarantee at scale.
+      const json = join(dir, 'chaos.json');
+      const args = ['chaos', '--bootstrap', bootstrap, '--records', '300', '--replicas', '2', '--kills', '1', '--feed-ms', '3000', '--json', json];
+      const { stderr } = runFull(bin(), args, sub(), { env });
+      const result = JSON.parse(readFileSync(json, 'utf8')) as { ok: boolean; pipeline: string; records: number; duplicates: number; lost: number; aggregateMismatches: number; workerExits: number; liveReader: { records: number } };
+      assert.deepEqual(
+        { ok: result.ok, pipeline: result.pipeline, records: result.records, duplicates: result.duplicates, lost: result.lost, mismatches: result.aggregateMismatches, workerExits: result.workerExits },
+        { ok: true, pipeline: 'orders', records: 300, duplicates: 0, lost: 0, mismatches: 0, workerExits: 0 },
+        stderr,
+      );
+      assert.ok(result.liveReader.records > 0, `the read_committed reader saw no output\n${stderr}`);
+      assert.match(stderr, /SIGKILL r\d/, 'a replica was killed');
     });
   });
 

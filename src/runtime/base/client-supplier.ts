@@ -2,6 +2,7 @@ import type { KafkaConsumer, Producer } from '@confluentinc/kafka-javascript';
 import { createAdmin, withAdmin, type AdminClient, type ClientOptions } from '../../kafka/admin.ts';
 import { setTopicConfigs } from '../../kafka/alter-configs.ts';
 import { connectConsumer, connectProducer, type RdConfig } from '../../kafka/clients.ts';
+import { ReadableProbe } from '../../kafka/readable-probe.ts';
 import { canDescribeConfigs, describeTopicConfig, describeTopicConfigs } from '../../kafka/topic-configs.ts';
 
 /**
@@ -28,7 +29,15 @@ export interface ClientSupplier {
   topicConfigs?(bootstrap: string, kafka: ClientOptions): TopicConfigAccess | string;
   /** Deletes records below given offsets (DeleteRecords), for the repartition purge; without it nothing is purged. */
   recordDeleter?(bootstrap: string, kafka: ClientOptions): RecordDeleter;
+  /**
+   * A reader that looks past commit markers, so that the lag metric agrees with `onceflow status` and
+   * the console (kafka/lag.ts); without it every offset up to the end counts as lag.
+   */
+  readableProbe?(bootstrap: string, kafka: ClientOptions): LagLookup;
 }
+
+/** What the worker's lag metric needs of a ReadableProbe. */
+export type LagLookup = Pick<ReadableProbe, 'firstReadable' | 'close'>;
 
 export interface TopicConfigAccess {
   /** topic → config name → value as the broker applies it. */
@@ -61,6 +70,7 @@ export const kafkaClients: ClientSupplier = {
     };
   },
   recordDeleter: (bootstrap, kafka) => adminRecordDeleter(bootstrap, kafka),
+  readableProbe: (bootstrap, kafka) => new ReadableProbe(bootstrap, kafka),
 };
 
 /** One admin client for the worker's life, made at the first purge: short-lived ones have crashed the process on teardown (admin.ts). */

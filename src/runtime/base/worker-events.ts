@@ -97,7 +97,7 @@ export type WorkerEvent =
   /** state: how the loop ended (absent from stand-ins that do not track it). */
   | { type: 'stopped'; state?: 'STOPPED' | 'FAILED' };
 
-/** Lag of one source partition: end offset (read_committed) minus the committed offset. */
+/** Lag of one source partition: `recordsBehind` (kafka/lag.ts) from the committed offset to the end (read_committed). */
 export interface PartitionLag {
   readonly topic: string;
   readonly partition: number;

@@ -2,6 +2,8 @@ import type { KafkaConsumer, LibrdKafkaError } from '@confluentinc/kafka-javascr
 import { ensureTopics, fetchPartitionCounts, requireTopics, type AdminClient, type TopicSpec } from '../../kafka/admin.ts';
 import type { RdConfig } from '../../kafka/clients.ts';
 import { recordsBehind } from '../../kafka/lag.ts';
+import { probeKey, type FirstReadable, type ProbeRange } from '../../kafka/readable-probe.ts';
+import type { LagLookup } from '../base/client-supplier.ts';
 import type { ResolvedWorkerConfig } from '../base/config.ts';
 import { auditInternalTopics } from './internal-topic-audit.ts';
 import { checkTableSourceCompaction } from './table-source-check.ts';
@@ -59,13 +61,14 @@ export function consumerConfig(clientConfig: RdConfig, config: ResolvedWorkerCon
 }
 
 /**
- * `recordsBehind` per owned source partition. The end is the one the client cached on its last fetch,
- * which under read_committed is the last stable offset. The worker does not look past commit markers
- * (that takes a second read per scrape): on a transactionally written partition a caught-up worker's
- * metric stays at 1, where `onceflow status` and the console, which do look, show 0.
+ * `recordsBehind` per owned source partition, as `onceflow status` and the console count it. The end is
+ * the one the client cached on its last fetch, which under read_committed is the last stable offset;
+ * `lookup` finds whether anything readable lies before it or only commit markers (a caught-up worker on
+ * a transactionally written partition is then at 0, not 1). It answers a range it saw before from
+ * memory, so a caught-up worker's scrape costs no read.
  */
-export function partitionLag(consumer: KafkaConsumer, owned: Iterable<string>, progress: PartitionProgress): PartitionLag[] {
-  const out: PartitionLag[] = [];
+export async function partitionLag(consumer: KafkaConsumer, owned: Iterable<string>, progress: PartitionProgress, lookup?: Pick<LagLookup, 'firstReadable'>): Promise<PartitionLag[]> {
+  const ranges: ProbeRange[] = [];
   for (const key of owned) {
     const { topic, partition } = parsePartitionKey(key);
     let end: number;
@@ -75,8 +78,9 @@ export function partitionLag(consumer: KafkaConsumer, owned: Iterable<string>, p
       continue; // not fetched yet: no end offset known
     }
     if (end < 0) continue;
-    const next = progress.pending.get(key)?.offset ?? progress.committed.get(key) ?? 0;
-    out.push({ topic, partition, lag: recordsBehind(next, end) });
+    const from = progress.pending.get(key)?.offset ?? progress.committed.get(key) ?? 0;
+    ranges.push({ topic, partition, from, end });
   }
-  return out;
+  const firstReadable = lookup ? await lookup.firstReadable(ranges) : new Map<string, FirstReadable>();
+  return ranges.map(({ topic, partition, from, end }) => ({ topic, partition, lag: recordsBehind(from, end, firstReadable.get(probeKey(topic, partition))) }));
 }

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
 import { disconnect } from '../../kafka/clients.ts';
 import type { TaskPlan } from '../../graph/types.ts';
-import { kafkaClients, type ClientSupplier } from '../base/client-supplier.ts';
+import { kafkaClients, type ClientSupplier, type LagLookup } from '../base/client-supplier.ts';
 import { parseWorkerConfig, transactionalId, type ResolvedWorkerConfig, type WorkerConfigInput } from '../base/config.ts';
 import { IllegalTransitionError } from '../base/errors.ts';
 import { noFaults, type FaultHook } from '../base/faults.ts';
@@ -53,6 +53,7 @@ export class Worker extends EventEmitter {
   /** This host's lock on the instance id (instance-id.ts); undefined while a live process here holds it. */
   private instanceClaim: InstanceIdClaim | undefined;
   private readonly clients: ClientSupplier;
+  private lagLookup: LagLookup | undefined;
   private readonly services: WorkerServices;
   private readonly lifecycle: StateMachine<WorkerState>;
   /** The loop's parts, wired in wiring.ts. */
@@ -236,6 +237,8 @@ export class Worker extends EventEmitter {
     await transaction.close();
     await output.close();
     this.consumer = undefined;
+    await this.lagLookup?.close();
+    this.lagLookup = undefined;
     this.instanceClaim?.release();
     this.emit('event', { type: 'stopped', state: clean ? 'STOPPED' : 'FAILED' } satisfies WorkerEvent);
   }
@@ -244,9 +247,12 @@ export class Worker extends EventEmitter {
     return this.parts.collector.topicRecords();
   }
 
-  /** Lag of each owned source partition, from the client's cached end offsets (no broker round trip). */
-  partitionLag(): PartitionLag[] {
-    return this.consumer ? partitionLag(this.consumer, this.parts.tasks.ownedPartitions(), this.parts.progress) : [];
+  /** Lag of each owned source partition, from the client's cached end offsets, as `onceflow status` counts it (kafka/lag.ts). */
+  async partitionLag(): Promise<PartitionLag[]> {
+    if (!this.consumer) return [];
+    // Opened on the first scrape: a worker nobody scrapes keeps no extra connection.
+    this.lagLookup ??= this.clients.readableProbe?.(this.config.bootstrap, this.config.kafka);
+    return partitionLag(this.consumer, this.parts.tasks.ownedPartitions(), this.parts.progress, this.lagLookup);
   }
 
   /** Per join stage, stream records that found no row in the table (committed transactions). */
