@@ -195,10 +195,7 @@ export class Task {
     );
   }
 
-  /**
-   * Moves stream time forward without a record (idle partitions, the test driver's clock), which
-   * closes windows. Has no input record, so a failure here is thrown rather than dead-lettered.
-   */
+  /** Moves stream time on without a record (idle partitions, the driver's clock), closing windows; a failure is thrown, as no record can be dead-lettered. */
   advanceStreamTime(timestamp: number, collector: RecordCollector): Step {
     const state = this.#state;
     if (state.busy) throw new TaskBusyError(this.id);
@@ -316,10 +313,7 @@ export class Task {
     for (const n of this.#stateful) n.reset();
   }
 
-  /**
-   * Reads a store's current (uncommitted included) value. Window stores take a `Windowed<K>` key
-   * (`end` is ignored; session stores need it). For tests and diagnostics, not the hot path.
-   */
+  /** A store's current value (uncommitted included), for tests and diagnostics; window stores take a `Windowed<K>` (session stores need its `end`). */
   get(store: string, key: unknown): unknown {
     return this.#stores.get(store, key);
   }
