@@ -34,7 +34,8 @@ test('a processing thread that dies after commits: its tasks are restored from t
   const worker = new Worker(
     counting(appId, input, output),
     { bootstrap, appId, instanceId: 'only', commitIntervalMs: 50, consumeBatchSize: 50, cacheMaxBytes: 0, threads: 2 },
-    { processingThread: { spawn: () => threads[next++]!, file: 'in-process' } },
+    // A thread started in place of the dead one is a healthy one.
+    { processingThread: { spawn: () => threads[next++] ?? new InProcessThread(async () => counting(appId, input, output)), file: 'in-process' } },
   );
   const events: WorkerEvent[] = [];
   worker.on('event', (e: WorkerEvent) => events.push(e));
@@ -48,6 +49,7 @@ test('a processing thread that dies after commits: its tasks are restored from t
   }
   const warned = events.filter((e) => e.type === 'processing-thread' && e.failed === true);
   assert.equal(warned.length, 1, 'the dead thread is reported once');
+  assert.equal((warned[0] as { restarted?: number }).restarted, 1, 'and started again');
   const died = events.indexOf(warned[0]!);
   assert.ok(events.slice(0, died).some((e) => e.type === 'committed'), 'commits went through before the thread died');
   const restored = events.slice(died).find((e) => e.type === 'restored');

@@ -134,8 +134,12 @@ export class Worker extends EventEmitter {
       await this.connectAndRun();
     } catch (e) {
       this.lifecycle.to('FAILED', 'start');
-      // A worker that never ran gives its default instance id back to the next one in this process.
+      // A worker that never ran gives its default instance id back to the next one in this process, and
+      // its processing threads stop: a live thread would keep the process from exiting on the error.
       this.instanceClaim?.release();
+      await this.threads?.close();
+      this.threads = undefined;
+      this.parts.tasks.useHost(undefined);
       throw e;
     }
   }
