@@ -27,9 +27,9 @@ test('a processing thread that dies after commits: its tasks are restored from t
   const rounds = 40;
   const records = Array.from({ length: keys * rounds }, (_, i) => ({ key: `k${i % keys}`, value: 'x' }));
   await produceAll(bootstrap, input, records.slice(0, records.length / 2));
-  // Two threads, one of which dies at its 30th request: by then commits have gone through, so the
-  // changelog holds state the restored tasks must resume from.
-  const threads = [new InProcessThread(async () => counting(appId, input, output), 30), new InProcessThread(async () => counting(appId, input, output))];
+  // Two threads; the first dies once the first half is committed, at its next request: the changelog
+  // then holds state the restored tasks must resume from.
+  const threads = [new InProcessThread(async () => counting(appId, input, output)), new InProcessThread(async () => counting(appId, input, output))];
   let next = 0;
   const worker = new Worker(
     counting(appId, input, output),
@@ -42,6 +42,7 @@ test('a processing thread that dies after commits: its tasks are restored from t
   await worker.start();
   try {
     await waitCaughtUp({ bootstrap, groupId: appId, plainTopics: [input], stableMs: 500, timeoutMs: 120_000 });
+    threads[0]!.dieAtNextRequest();
     await produceAll(bootstrap, input, records.slice(records.length / 2));
     await waitCaughtUp({ bootstrap, groupId: appId, plainTopics: [input], stableMs: 1_000, timeoutMs: 120_000 });
   } finally {

@@ -16,7 +16,7 @@ export class InProcessThread extends EventEmitter implements ThreadPort {
 
   constructor(
     load: () => Promise<TaskPlan & { serdeUsages(): SerdeUsage[] }>,
-    private readonly dieOnRequest = Number.POSITIVE_INFINITY,
+    private dieOnRequest = Number.POSITIVE_INFINITY,
   ) {
     super();
     this.handler = new ThreadRequests(load, (m) => {
@@ -38,6 +38,11 @@ export class InProcessThread extends EventEmitter implements ThreadPort {
       if (m.type === 'task') this.taskRequests.set(m.request.op, (this.taskRequests.get(m.request.op) ?? 0) + 1);
       void this.handler.receive(m);
     });
+  }
+
+  /** The thread exits at the next request it is sent. */
+  dieAtNextRequest(): void {
+    this.dieOnRequest = this.requests.length + 1;
   }
 
   async terminate(): Promise<number> {
