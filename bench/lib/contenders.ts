@@ -68,6 +68,13 @@ export interface RunTarget {
   readonly commitIntervalMs: number;
 }
 
+/**
+ * Both onceflow and Kafka Streams delete consumed repartition records every 30 s by default; a run that
+ * lasted longer lost them before verify could read their lineage (2026-12-07: 245k of 600k customer-sum
+ * records reported lost, exactly in the runs that purged). An hour is longer than any run.
+ */
+export const NO_PURGE_MS = 3_600_000;
+
 const root = (): string => process.cwd();
 export const ksDir = (): string => join(root(), 'bench', 'peers', 'kafka-streams');
 export const ksJar = (): string => join(ksDir(), 'target', 'kafka-streams-peer.jar');
@@ -110,7 +117,7 @@ export function launchSpec(contender: ContenderName, t: RunTarget): LaunchSpec {
     case 'kafka-streams':
       return {
         cmd: 'java',
-        args: ['-Dorg.slf4j.simpleLogger.defaultLogLevel=warn', '-jar', ksJar(), t.pipeline, t.bootstrap, t.input, t.output, t.appId, String(t.commitIntervalMs), ...threads],
+        args: ['-Dorg.slf4j.simpleLogger.defaultLogLevel=warn', `-Donceflow.bench.purgeIntervalMs=${NO_PURGE_MS}`, '-jar', ksJar(), t.pipeline, t.bootstrap, t.input, t.output, t.appId, String(t.commitIntervalMs), ...threads],
         env: {},
       };
     case 'limit':
@@ -130,6 +137,8 @@ function onceflowLaunch(facts: ContenderFacts, t: RunTarget): LaunchSpec {
       '--guarantee', facts.guarantee ?? 'exactly_once',
       '--commit-interval-ms', String(t.commitIntervalMs), '--events',
       ...(facts.threads === undefined ? [] : ['--threads', String(facts.threads)]),
+      // No purge within a run: verify reads every repartition record's lineage after it; the peer does the same.
+      '--repartition-purge-interval-ms', String(NO_PURGE_MS),
       // The check's compiler would land in the sampled CPU and RSS; `npm run typecheck` covers these files.
       '--no-typecheck',
       // Both record caches at their defaults (10 MiB each: statestore.cache.max.bytes, cacheMaxBytes).

@@ -66,6 +66,9 @@ public final class Peer {
     // One stream thread unless asked: the bench compares onceflow's --threads N with num.stream.threads=N.
     p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, streamThreads);
     p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, "1");
+    // The bench sets it as onceflow's: no purge of consumed repartition records within a run.
+    String purgeMs = System.getProperty("onceflow.bench.purgeIntervalMs");
+    if (purgeMs != null) p.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, purgeMs);
     p.put(StreamsConfig.STATE_DIR_CONFIG, Files.createTempDirectory("onceflow-bench-ks-").toString());
     p.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
 
