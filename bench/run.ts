@@ -190,6 +190,8 @@ writeResults(false);
  * pipeline too (`partial: true`), so a long run cut short keeps what it measured.
  */
 function writeResults(partial: boolean): void {
+  // A run cut short (Ctrl-C) reports the pipelines it measured, not the ones it never reached.
+  const measured = pipelinesToRun.filter((p) => results.some((r) => r.pipeline === p));
   const out: BenchResults = {
     date: new Date().toISOString(),
     quick,
@@ -197,9 +199,9 @@ function writeResults(partial: boolean): void {
     command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
     machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memGb: Math.round(totalmem() / 2 ** 30), kernel: release() },
     versions: versions(),
-    settings: { partitions: PARTITIONS, rounds, probeRate, probeSeconds, records: Object.fromEntries(pipelinesToRun.map((p) => [p, recordsFor(p)])), commitIntervalMs: 100, sweepMs: SWEEP_MS, broker: clusterDir ? 'local single broker started by bench' : BOOT },
-    ...summarize(results, pipelinesToRun),
-    kafkaStreamsAgreement: compareFinals(results, finals, pipelinesToRun, rounds, contenders),
+    settings: { partitions: PARTITIONS, rounds, probeRate, probeSeconds, records: Object.fromEntries(measured.map((p) => [p, recordsFor(p)])), commitIntervalMs: 100, sweepMs: SWEEP_MS, broker: clusterDir ? 'local single broker started by bench' : BOOT },
+    ...summarize(results, measured),
+    kafkaStreamsAgreement: compareFinals(results, finals, measured, rounds, contenders),
     verifyNotes,
     runs: results,
   };
