@@ -1,6 +1,6 @@
 /**
  * npm run bench -- [--records N] [--json <file>] [--pipelines a,b,c] [--quick] [--bootstrap host:port]
- *                  [--contenders a,b] [--rounds N] [--no-sweep] [--probe-rate N] [--probe-seconds N]
+ *                  [--contenders a,b] [--rounds N] [--no-sweep] [--probe-rate N] [--probe-seconds N] [--label name]
  *
  * onceflow exactly_once and at_least_once, Kafka Streams exactly_once_v2 and a bare copy loop, each
  * as its own process, on the same backlog, in turn and alternating (A B C D A B C D) so drift of the
@@ -23,10 +23,11 @@ import { readTopic } from '../src/kafka/read-topic.ts';
 import { loadTopology } from '../src/dsl/load.ts';
 import { compile } from '../src/graph/compile.ts';
 import type { TopologyBuilder } from '../src/dsl/topology-builder.ts';
-import { OutputReader, endOffsets, groupProgress, percentile, sampleProc, type ProcSample } from './lib/measure.ts';
+import { OutputReader, endOffsets, groupProgress, percentile, ProcessTree, type ProcSample } from './lib/measure.ts';
 import { GroupOffsets } from '../src/kafka/group-offsets.ts';
-import { CONTENDERS, DEFAULT_CONTENDERS, PIPELINES, ensureKafkaStreamsPeer, launchSpec, onceflowTopologyFile, type BenchPipeline, type ContenderName } from './lib/contenders.ts';
-import { PROBE_PREFIX, inputFor, modelFor, probeRecord } from './lib/models.ts';
+import { CONTENDERS, DEFAULT_CONTENDERS, PIPELINES, ensureKafkaStreamsPeer, factsOf, launchSpec, onceflowTopologyFile, runsOnceflow, type BenchPipeline, type ContenderName } from './lib/contenders.ts';
+import { inputFor, modelFor, probeRecord } from './lib/models.ts';
+import { compareFinals, finalsKey } from './lib/agreement.ts';
 import { summarize, renderTable, renderSvg, updateReadme, type RunResult, type BenchResults } from './lib/report.ts';
 
 const { values: flags } = parseArgs({
@@ -44,6 +45,7 @@ const { values: flags } = parseArgs({
     'run-timeout-s': { type: 'string' },
     'sweep-pipelines': { type: 'string' },
     baseline: { type: 'string' },
+    label: { type: 'string' },
   },
   allowPositionals: false,
 });
@@ -81,6 +83,9 @@ const PARTITIONS = 6;
 const SWEEP_MS = [10, 100, 1000];
 
 const tag = `${Date.now().toString(36)}`;
+// An A/B against a baseline checkout is not the day's standing against the peers: its own files, and the README's table stays.
+const suffix = [flags.label, flags.baseline !== undefined ? 'baseline' : undefined, quick ? 'quick' : undefined].filter(Boolean).map((s) => `-${s}`).join('');
+const jsonFile = join('bench', 'results', `${new Date().toISOString().slice(0, 10)}${suffix}.json`);
 const tmpDir = join('bench', 'results', 'tmp', tag);
 mkdirSync(tmpDir, { recursive: true });
 
@@ -99,11 +104,12 @@ process.on('SIGINT', () => {
   }
 });
 
-if (contenders.includes('kafka-streams-eos')) {
+const isKafkaStreams = (c: ContenderName) => factsOf(c).kind === 'kafka-streams';
+if (contenders.some(isKafkaStreams)) {
   const why = ensureKafkaStreamsPeer(log);
   if (why) {
-    log(`Kafka Streams contender skipped: ${why}`);
-    contenders = contenders.filter((c) => c !== 'kafka-streams-eos');
+    log(`Kafka Streams contenders skipped: ${why}`);
+    contenders = contenders.filter((c) => !isKafkaStreams(c));
   }
 }
 
@@ -118,7 +124,7 @@ log(`broker ${BOOT}`);
 const results: RunResult[] = [];
 let warmedUp = false;
 const verifyNotes: string[] = [];
-/** Last value per key of each aggregate run's output, for comparing Kafka Streams with onceflow. */
+/** Last value per key of each aggregate run's output, for comparing the contenders with onceflow EOS. */
 const finals = new Map<string, Map<string, string>>();
 let runCounter = 0;
 
@@ -147,7 +153,7 @@ try {
     // __transaction_state (50 partitions each) on first use and warms its JIT under the first heavy
     // fetches, which made whichever contender ran first 1.5-2x slower than in its second round.
     const first = plan[0];
-    if (!warmedUp && first !== undefined && !(first.contender.startsWith('onceflow') && !builder)) {
+    if (!warmedUp && first !== undefined && !(runsOnceflow(first.contender) && !builder)) {
       warmedUp = true;
       const warm = await runOne({ ...first, pipeline, input, appId: `bench-${tag}-${pipeline}-warm-up`, run: ++runCounter, builder });
       log(`${pipeline} ${first.contender}: warm-up run, not counted: ${fmt(warm.throughput)} rec/s`);
@@ -155,7 +161,7 @@ try {
 
     for (const step of plan) {
       if (interrupted) break;
-      if (step.contender.startsWith('onceflow') && !builder) continue;
+      if (runsOnceflow(step.contender) && !builder) continue;
       const run = ++runCounter;
       const appId = `bench-${tag}-${pipeline}-${step.contender}-c${step.commitMs}-r${step.round}`;
       const result = await runOne({ pipeline, contender: step.contender, round: step.round, commitMs: step.commitMs, sweep: step.sweep, input, appId, run, builder });
@@ -166,6 +172,7 @@ try {
           (result.error ? `, ERROR ${result.error}` : ''),
       );
     }
+    writeResults(true);
   }
 } finally {
   if (clusterDir) {
@@ -174,54 +181,40 @@ try {
   }
 }
 
-// Kafka Streams' aggregates against onceflow exactly_once's, round by round (same input offsets read).
-const agreement: BenchResults['kafkaStreamsAgreement'] = {};
-for (const pipeline of pipelinesToRun) {
-  if (pipeline === 'filter-map') {
-    const counts = results.filter((r) => r.pipeline === pipeline && !r.sweep && (r.contender === 'kafka-streams-eos' || r.contender === 'onceflow-eos')).map((r) => `${r.contender} r${r.round}: ${r.backlogOutputRecords} outputs`);
-    agreement[pipeline] = { compared: counts.length > 0, equal: undefined, detail: counts.join('; ') };
-    continue;
-  }
-  const detail: string[] = [];
-  let equal: boolean | undefined;
-  for (let round = 1; round <= rounds; round++) {
-    const ks = finals.get(`${pipeline}/kafka-streams-eos/${round}`);
-    const of = finals.get(`${pipeline}/onceflow-eos/${round}`);
-    if (!ks || !of) continue;
-    const keys = new Set([...ks.keys(), ...of.keys()].filter((k) => !k.startsWith(PROBE_PREFIX)));
-    const diff = [...keys].filter((k) => ks.get(k) !== of.get(k));
-    equal = (equal ?? true) && diff.length === 0;
-    detail.push(`round ${round}: ${keys.size} keys, ${diff.length} differ${diff.length ? ` (e.g. ${diff.slice(0, 3).map((k) => `${k}: ks=${ks.get(k)} onceflow=${of.get(k)}`).join(', ')})` : ''}`);
-  }
-  agreement[pipeline] = { compared: equal !== undefined, equal, detail: detail.join('; ') };
-}
-
-const summary = summarize(results, pipelinesToRun);
-const date = new Date().toISOString().slice(0, 10);
-const out: BenchResults = {
-  date: new Date().toISOString(),
-  quick,
-  command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
-  machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memGb: Math.round(totalmem() / 2 ** 30), kernel: release() },
-  versions: versions(),
-  settings: { partitions: PARTITIONS, rounds, probeRate, probeSeconds, records: Object.fromEntries(pipelinesToRun.map((p) => [p, recordsFor(p)])), commitIntervalMs: 100, sweepMs: SWEEP_MS, broker: clusterDir ? 'local single broker started by bench' : BOOT },
-  ...summary,
-  kafkaStreamsAgreement: agreement,
-  verifyNotes,
-  runs: results,
-};
-mkdirSync(join('bench', 'results'), { recursive: true });
-// An A/B against a baseline checkout is not the day's standing against the peers: its own files, and the README's table stays.
-const suffix = flags.baseline !== undefined ? '-baseline' : quick ? '-quick' : '';
-const jsonFile = join('bench', 'results', `${date}${suffix}.json`);
-writeFileSync(jsonFile, `${JSON.stringify(out, null, 2)}\n`);
-if (flags.json && flags.json !== jsonFile) writeFileSync(flags.json, `${JSON.stringify(out, null, 2)}\n`);
-const svgFile = join('bench', 'results', `${date}${suffix}.svg`);
-writeFileSync(svgFile, renderSvg(out));
-if (flags.baseline === undefined) updateReadme(join('bench', 'README.md'), out, jsonFile, svgFile);
-process.stdout.write(`${renderTable(out)}\n\nresults: ${jsonFile}\nchart:   ${svgFile}\n`);
+writeResults(false);
 
 // ---------------------------------------------------------------------------------------------
+
+/**
+ * The JSON (and, at the end, the chart and the README's table) of the runs so far. Written after every
+ * pipeline too (`partial: true`), so a long run cut short keeps what it measured.
+ */
+function writeResults(partial: boolean): void {
+  // A run cut short (Ctrl-C) reports the pipelines it measured, not the ones it never reached.
+  const measured = pipelinesToRun.filter((p) => results.some((r) => r.pipeline === p));
+  const out: BenchResults = {
+    date: new Date().toISOString(),
+    quick,
+    ...(partial ? { partial } : {}),
+    command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
+    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', memGb: Math.round(totalmem() / 2 ** 30), kernel: release() },
+    versions: versions(),
+    settings: { partitions: PARTITIONS, rounds, probeRate, probeSeconds, records: Object.fromEntries(measured.map((p) => [p, recordsFor(p)])), commitIntervalMs: 100, sweepMs: SWEEP_MS, broker: clusterDir ? 'local single broker started by bench' : BOOT },
+    ...summarize(results, measured),
+    kafkaStreamsAgreement: compareFinals(results, finals, measured, rounds, contenders),
+    verifyNotes,
+    runs: results,
+  };
+  mkdirSync(join('bench', 'results'), { recursive: true });
+  writeFileSync(jsonFile, `${JSON.stringify(out, null, 2)}\n`);
+  if (partial) return;
+  if (flags.json && flags.json !== jsonFile) writeFileSync(flags.json, `${JSON.stringify(out, null, 2)}\n`);
+  const svgFile = jsonFile.replace(/\.json$/, '.svg');
+  writeFileSync(svgFile, renderSvg(out));
+  if (flags.baseline === undefined) updateReadme(join('bench', 'README.md'), out, jsonFile, svgFile);
+  process.stdout.write(`${renderTable(out)}\n\nresults: ${jsonFile}\nchart:   ${svgFile}\n`);
+}
+
 
 function fmt(n: number | undefined): string {
   if (n === undefined || !Number.isFinite(n)) return '—';
@@ -306,8 +299,10 @@ async function runOne(o: RunOne): Promise<RunResult> {
     let exited: number | null | undefined;
     const exit = new Promise<void>((res) => child.on('exit', (code) => ((exited = code), res())));
 
+    // The whole tree: a contender's threads and any process it starts count against it.
+    const tree = new ProcessTree(pid);
     let last: ProcSample | undefined;
-    const sampler = setInterval(() => (last = sampleProc(pid) ?? last), 200);
+    const sampler = setInterval(() => (last = tree.sample() ?? last), 200);
     let error: string | undefined;
 
     // Phase 1: the backlog. Throughput runs from the contender being ready to the poll of the group's
@@ -333,7 +328,7 @@ async function runOne(o: RunOne): Promise<RunResult> {
     // Offsets commit with (or, at least once, after) the outputs: wait for the reader to drain them.
     const drainUntil = Date.now() + 5000;
     while (reader.idleMs() < 500 && Date.now() < drainUntil) await sleep(100);
-    const backlogSample = sampleProc(pid) ?? last;
+    const backlogSample = tree.sample() ?? last;
     const firstVisibleAt = reader.firstVisibleAt;
     const lastVisibleAt = reader.lastVisibleAt;
     const backlogOutputRecords = reader.records;
@@ -369,7 +364,7 @@ async function runOne(o: RunOne): Promise<RunResult> {
       probeOutputs = latencies.length;
     }
 
-    const finalSample = sampleProc(pid) ?? last;
+    const finalSample = tree.sample() ?? last;
     clearInterval(sampler);
     child.kill('SIGTERM');
     const killTimer = setTimeout(() => child.kill('SIGKILL'), 45_000);
@@ -408,10 +403,10 @@ async function runOne(o: RunOne): Promise<RunResult> {
     };
 
     if (!error && !interrupted) {
-      if (o.contender === 'onceflow-eos' || o.contender === 'onceflow-alos' || o.contender === 'baseline-eos') result.verify = await verifyOnceflow(o, output).catch((e: unknown) => ((verifyNotes.push(`${o.appId}: verify failed to run: ${(e as Error).message}`), undefined)));
-      if (o.pipeline !== 'filter-map' && !o.sweep && (o.contender === 'onceflow-eos' || o.contender === 'kafka-streams-eos')) {
+      if (runsOnceflow(o.contender)) result.verify = await verifyOnceflow(o, output).catch((e: unknown) => ((verifyNotes.push(`${o.appId}: verify failed to run: ${(e as Error).message}`), undefined)));
+      if (o.pipeline !== 'filter-map' && !o.sweep && factsOf(o.contender).kind !== 'limit') {
         const recs = await readTopic(BOOT, output);
-        finals.set(`${o.pipeline}/${o.contender}/${o.round}`, lastByKey(recs, (r) => ({ key: r.key?.toString() ?? '', value: String(JSON.parse(r.value?.toString() ?? 'null')) })));
+        finals.set(finalsKey(o.pipeline, o.contender, o.round), lastByKey(recs, (r) => ({ key: r.key?.toString() ?? '', value: String(JSON.parse(r.value?.toString() ?? 'null')) })));
       }
     }
     return result;
@@ -420,12 +415,12 @@ async function runOne(o: RunOne): Promise<RunResult> {
 
 /** The topics a contender repartitions through, named as each names them. */
 function repartitionTopics(o: RunOne): string[] {
-  if (o.contender === 'kafka-streams-eos') {
+  if (isKafkaStreams(o.contender)) {
     // Peer.java: Grouped.with("counts"), Repartitioned.as("order-versions"), Grouped.with("customer-paid"), Grouped.with("customer-sum").
     const names: Record<BenchPipeline, string[]> = { 'filter-map': [], 'word-count': ['counts'], 'word-count-8x1000': ['counts'], orders: ['order-versions', 'customer-paid'], 'customer-sum': ['customer-sum'] };
     return names[o.pipeline].map((n) => `${o.appId}-${n}-repartition`);
   }
-  if (o.contender === 'limit' || !o.builder) return [];
+  if (factsOf(o.contender).kind === 'limit' || !o.builder) return [];
   return compile(o.builder, { appId: o.appId }).topics.filter((t) => t.kind === 'repartition').map((t) => t.name);
 }
 
@@ -435,7 +430,7 @@ function repartitionTopics(o: RunOne): string[] {
  * which would turn a benchmark run into a start-up race.
  */
 function internalTopics(o: RunOne): TopicSpec[] {
-  if (!o.builder || !o.contender.startsWith('onceflow')) return [];
+  if (!o.builder || factsOf(o.contender).kind !== 'onceflow') return [];
   const compiled = compile(o.builder, { appId: o.appId });
   const counts = new Map(compiled.topics.filter((t) => t.kind === 'source' && !t.internal).map((t) => [t.name, PARTITIONS]));
   return compiled

@@ -2,11 +2,38 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
-export type ContenderName = 'onceflow-eos' | 'onceflow-alos' | 'kafka-streams-eos' | 'limit' | 'baseline-eos';
+/** What runs a contender: onceflow (this checkout or --baseline's), the Kafka Streams peer, or the copy loop. */
+export type ContenderKind = 'onceflow' | 'baseline' | 'kafka-streams' | 'limit';
+
+export interface ContenderFacts {
+  readonly kind: ContenderKind;
+  /** onceflow's --guarantee; Kafka Streams always runs exactly_once_v2. */
+  readonly guarantee?: 'exactly_once' | 'at_least_once';
+  /** onceflow's --threads or Kafka Streams' num.stream.threads; absent = the contender's default (onceflow: config `threads`, 1). */
+  readonly threads?: number;
+}
+
+/** The facts about every contender, in report order. */
+export const CONTENDER_FACTS = {
+  'onceflow-eos': { kind: 'onceflow', guarantee: 'exactly_once' },
+  'onceflow-eos-2t': { kind: 'onceflow', guarantee: 'exactly_once', threads: 2 },
+  'onceflow-eos-0t': { kind: 'onceflow', guarantee: 'exactly_once', threads: 0 },
+  'baseline-eos': { kind: 'baseline', guarantee: 'exactly_once' },
+  'onceflow-alos': { kind: 'onceflow', guarantee: 'at_least_once' },
+  'kafka-streams-eos': { kind: 'kafka-streams' },
+  'kafka-streams-eos-2t': { kind: 'kafka-streams', threads: 2 },
+  limit: { kind: 'limit' },
+} as const satisfies Record<string, ContenderFacts>;
+
+export type ContenderName = keyof typeof CONTENDER_FACTS;
 /** Every contender, in report order. */
-export const CONTENDERS: readonly ContenderName[] = ['onceflow-eos', 'baseline-eos', 'onceflow-alos', 'kafka-streams-eos', 'limit'];
+export const CONTENDERS = Object.keys(CONTENDER_FACTS) as ContenderName[];
 /** What runs without --contenders or --baseline. */
-export const DEFAULT_CONTENDERS: readonly ContenderName[] = ['onceflow-eos', 'onceflow-alos', 'kafka-streams-eos', 'limit'];
+export const DEFAULT_CONTENDERS: readonly ContenderName[] = ['onceflow-eos', 'onceflow-eos-2t', 'onceflow-eos-0t', 'onceflow-alos', 'kafka-streams-eos', 'kafka-streams-eos-2t', 'limit'];
+
+export const factsOf = (contender: ContenderName): ContenderFacts => CONTENDER_FACTS[contender];
+/** onceflow runs (this checkout or the baseline): the ones the bench verifies. */
+export const runsOnceflow = (contender: ContenderName): boolean => ['onceflow', 'baseline'].includes(factsOf(contender).kind);
 
 /**
  * `baseline-eos` is onceflow EOS run from another checkout (--baseline DIR, kept here as
@@ -41,6 +68,13 @@ export interface RunTarget {
   readonly commitIntervalMs: number;
 }
 
+/**
+ * Both onceflow and Kafka Streams delete consumed repartition records every 30 s by default; a run that
+ * lasted longer lost them before verify could read their lineage (2026-12-07: 245k of 600k customer-sum
+ * records reported lost, exactly in the runs that purged). An hour is longer than any run.
+ */
+export const NO_PURGE_MS = 3_600_000;
+
 const root = (): string => process.cwd();
 export const ksDir = (): string => join(root(), 'bench', 'peers', 'kafka-streams');
 export const ksJar = (): string => join(ksDir(), 'target', 'kafka-streams-peer.jar');
@@ -73,36 +107,44 @@ export function topicEnv(pipeline: BenchPipeline, input: string, output: string)
 }
 
 export function launchSpec(contender: ContenderName, t: RunTarget): LaunchSpec {
-  switch (contender) {
-    case 'baseline-eos':
-      return { ...launchSpec('onceflow-eos', t), cwd: baselineDir() };
-    case 'onceflow-eos':
-    case 'onceflow-alos':
-      return {
-        // node itself, not npm/npx: the pid sampled for CPU and RSS must be the processor's.
-        cmd: process.execPath,
-        args: [
-          // As the `onceflow` command runs it (bin/onceflow.js's shebang, the Docker image).
-          '--max-semi-space-size=64',
-          '--import', 'tsx', 'src/cli/main.ts', 'run', onceflowTopologyFile(t.pipeline),
-          '--app-id', t.appId, '--instance-id', 'bench',
-          '--guarantee', contender === 'onceflow-eos' ? 'exactly_once' : 'at_least_once',
-          '--commit-interval-ms', String(t.commitIntervalMs), '--events',
-          // The check's compiler would land in the sampled CPU and RSS; `npm run typecheck` covers these files.
-          '--no-typecheck',
-          // Both record caches at their defaults (10 MiB each: statestore.cache.max.bytes, cacheMaxBytes).
-        ],
-        env: { ONCEFLOW_BOOTSTRAP: t.bootstrap, ...topicEnv(t.pipeline, t.input, t.output) },
-      };
-    case 'kafka-streams-eos':
+  const facts = factsOf(contender);
+  const threads = facts.threads === undefined ? [] : [String(facts.threads)];
+  switch (facts.kind) {
+    case 'baseline':
+      return { ...onceflowLaunch(facts, t), cwd: baselineDir() };
+    case 'onceflow':
+      return onceflowLaunch(facts, t);
+    case 'kafka-streams':
       return {
         cmd: 'java',
-        args: ['-Dorg.slf4j.simpleLogger.defaultLogLevel=warn', '-jar', ksJar(), t.pipeline, t.bootstrap, t.input, t.output, t.appId, String(t.commitIntervalMs)],
+        args: ['-Dorg.slf4j.simpleLogger.defaultLogLevel=warn', `-Donceflow.bench.purgeIntervalMs=${NO_PURGE_MS}`, '-jar', ksJar(), t.pipeline, t.bootstrap, t.input, t.output, t.appId, String(t.commitIntervalMs), ...threads],
         env: {},
       };
     case 'limit':
       return { cmd: process.execPath, args: ['--import', 'tsx', 'bench/peers/limit.ts', t.bootstrap, t.input, t.output, t.appId], env: {} };
   }
+}
+
+function onceflowLaunch(facts: ContenderFacts, t: RunTarget): LaunchSpec {
+  return {
+    // node itself, not npm/npx: the pid sampled for CPU and RSS must be the processor's.
+    cmd: process.execPath,
+    args: [
+      // As the `onceflow` command runs it (bin/onceflow.js's shebang, the Docker image).
+      '--max-semi-space-size=64',
+      '--import', 'tsx', 'src/cli/main.ts', 'run', onceflowTopologyFile(t.pipeline),
+      '--app-id', t.appId, '--instance-id', 'bench',
+      '--guarantee', facts.guarantee ?? 'exactly_once',
+      '--commit-interval-ms', String(t.commitIntervalMs), '--events',
+      ...(facts.threads === undefined ? [] : ['--threads', String(facts.threads)]),
+      // No purge within a run: verify reads every repartition record's lineage after it; the peer does the same.
+      '--repartition-purge-interval-ms', String(NO_PURGE_MS),
+      // The check's compiler would land in the sampled CPU and RSS; `npm run typecheck` covers these files.
+      '--no-typecheck',
+      // Both record caches at their defaults (10 MiB each: statestore.cache.max.bytes, cacheMaxBytes).
+    ],
+    env: { ONCEFLOW_BOOTSTRAP: t.bootstrap, ...topicEnv(t.pipeline, t.input, t.output) },
+  };
 }
 
 /** Builds the Kafka Streams peer jar on first use and after its source changed (Maven, from Central); returns why not if it cannot. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
 import { connectConsumer, consumeBatch, disconnect } from '../../src/kafka/clients.ts';
 import type { GroupOffsets } from '../../src/kafka/group-offsets.ts';
@@ -95,19 +95,97 @@ export interface ProcSample {
   readonly peakRssMb: number;
 }
 
-/** utime+stime (all threads) and VmHWM of a live process; undefined once it has gone. */
-export function sampleProc(pid: number): ProcSample | undefined {
+interface ProcStat {
+  readonly parent: number;
+  /** utime+stime, plus cutime+cstime: the children it has reaped. */
+  readonly cpuTicks: number;
+  readonly rssKb: number;
+  readonly peakRssKb: number;
+}
+
+/** The numeric fields of /proc/<pid>/stat from field 3 (state) on; the command name (field 2) may contain spaces. */
+function statFields(pid: number): number[] {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+}
+
+function readProc(pid: number): ProcStat | undefined {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // The command name (field 2) may contain spaces: count fields after its closing parenthesis.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const utime = Number(fields[11]);
-    const stime = Number(fields[12]);
+    const fields = statFields(pid);
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const hwm = /VmHWM:\s+(\d+) kB/.exec(status);
-    return { cpuSeconds: (utime + stime) / CLK_TCK, peakRssMb: hwm ? Number(hwm[1]) / 1024 : 0 };
+    const kb = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
+    return { parent: fields[1] ?? 0, cpuTicks: (fields[11] ?? 0) + (fields[12] ?? 0) + (fields[13] ?? 0) + (fields[14] ?? 0), rssKb: kb('VmRSS'), peakRssKb: kb('VmHWM') };
   } catch {
     return undefined;
+  }
+}
+
+/** CPU (all threads, reaped children included) and VmHWM of a live process; undefined once it has gone. */
+export function sampleProc(pid: number): ProcSample | undefined {
+  const p = readProc(pid);
+  return p && { cpuSeconds: p.cpuTicks / CLK_TCK, peakRssMb: p.peakRssKb / 1024 };
+}
+
+/**
+ * CPU and peak RSS of a contender's whole process tree (a JVM or node process, its threads, and any
+ * child process it starts). A process's own VmHWM is its exact peak, but the tree's peak is the
+ * largest sum of its members' RSS at one moment, so that is sampled; a tree of one process reports
+ * its VmHWM.
+ */
+export class ProcessTree {
+  private readonly members = new Set<number>();
+  private peakKb = 0;
+  private samples = 0;
+
+  constructor(private readonly root: number) {
+    this.members.add(root);
+  }
+
+  /** Undefined once the root has gone. */
+  sample(): ProcSample | undefined {
+    // Scanning /proc for new children costs more than reading the known members: once a second.
+    if (this.samples++ % 5 === 0) this.discover();
+    let cpuTicks = 0;
+    let rssKb = 0;
+    let rootPeakKb = 0;
+    for (const pid of this.members) {
+      const p = readProc(pid);
+      if (!p) {
+        if (pid === this.root) return undefined;
+        this.members.delete(pid);
+        continue;
+      }
+      cpuTicks += p.cpuTicks;
+      rssKb += p.rssKb;
+      if (pid === this.root) rootPeakKb = p.peakRssKb;
+    }
+    this.peakKb = Math.max(this.peakKb, rssKb, rootPeakKb);
+    return { cpuSeconds: cpuTicks / CLK_TCK, peakRssMb: this.peakKb / 1024 };
+  }
+
+  private discover(): void {
+    const parents = new Map<number, number>();
+    for (const entry of readdirSync('/proc')) {
+      const pid = Number(entry);
+      if (!Number.isInteger(pid) || this.members.has(pid)) continue;
+      try {
+        parents.set(pid, statFields(pid)[1] ?? 0);
+      } catch {
+        /* gone */
+      }
+    }
+    // Grandchildren may be listed before their parent joins the tree: repeat until nothing joins.
+    let grew = true;
+    while (grew) {
+      grew = false;
+      for (const [pid, parent] of parents) {
+        if (this.members.has(parent)) {
+          this.members.add(pid);
+          parents.delete(pid);
+          grew = true;
+        }
+      }
+    }
   }
 }
 

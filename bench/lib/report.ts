@@ -52,18 +52,35 @@ export interface ContenderSummary {
 export interface BenchResults {
   date: string;
   quick: boolean;
+  /** Written after a pipeline, before the bench finished: the runs so far. */
+  partial?: boolean;
   command: string;
   machine: { cpus: number; cpuModel: string; memGb: number; kernel: string };
   versions: Record<string, string>;
   settings: Record<string, unknown>;
   summary: Record<string, Partial<Record<ContenderName, ContenderSummary>>>;
-  ratios: Record<string, { eosVsKafkaStreams: number | undefined; eosVsAtLeastOnce: number | undefined; eosVsLimit: number | undefined; eosVsBaseline?: number | undefined }>;
+  /** Per pipeline, each of RATIOS by its key: the first contender's mean throughput over the second's. */
+  ratios: Record<string, Partial<Record<RatioKey, number | undefined>>>;
   p99Ms: Record<string, Partial<Record<ContenderName, number | undefined>>>;
   sweep: Record<string, Record<string, { throughput: number | undefined; p50Ms: number | undefined; p99Ms: number | undefined }>>;
+  /** Per pipeline, every other contender's final aggregates against onceflow EOS's (the name predates the thread contenders). */
   kafkaStreamsAgreement: Record<string, { compared: boolean; equal: boolean | undefined; detail: string }>;
   verifyNotes: string[];
   runs: RunResult[];
 }
+
+/** The throughput ratios the bench reports, in column order: [numerator, denominator]. */
+export const RATIOS = {
+  eosVsKafkaStreams: { label: 'onceflow EOS / Kafka Streams EOS', of: ['onceflow-eos', 'kafka-streams-eos'] },
+  eos2tVsKafkaStreams2t: { label: 'onceflow EOS 2 threads / Kafka Streams EOS 2 stream threads', of: ['onceflow-eos-2t', 'kafka-streams-eos-2t'] },
+  eos2tVsEos: { label: 'onceflow EOS 2 threads / 1 thread', of: ['onceflow-eos-2t', 'onceflow-eos'] },
+  eosVsEos0t: { label: 'onceflow EOS 1 thread / 0 threads', of: ['onceflow-eos', 'onceflow-eos-0t'] },
+  kafkaStreams2tVsKafkaStreams: { label: 'Kafka Streams EOS 2 / 1 stream threads', of: ['kafka-streams-eos-2t', 'kafka-streams-eos'] },
+  eosVsAtLeastOnce: { label: 'onceflow EOS / onceflow ALOS', of: ['onceflow-eos', 'onceflow-alos'] },
+  eosVsLimit: { label: 'onceflow EOS / limit', of: ['onceflow-eos', 'limit'] },
+  eosVsBaseline: { label: 'onceflow EOS / baseline EOS', of: ['onceflow-eos', 'baseline-eos'] },
+} as const satisfies Record<string, { label: string; of: readonly [ContenderName, ContenderName] }>;
+export type RatioKey = keyof typeof RATIOS;
 
 const mean = (xs: (number | undefined)[]): number | undefined => {
   const v = xs.filter((x): x is number => x !== undefined && Number.isFinite(x));
@@ -96,12 +113,7 @@ export function summarize(runs: readonly RunResult[], pipelines: readonly BenchP
       p99Ms[p][c] = summary[p][c]!.p99Ms;
     }
     const s = summary[p];
-    ratios[p] = {
-      eosVsKafkaStreams: ratio(s['onceflow-eos']?.throughput, s['kafka-streams-eos']?.throughput),
-      eosVsAtLeastOnce: ratio(s['onceflow-eos']?.throughput, s['onceflow-alos']?.throughput),
-      eosVsLimit: ratio(s['onceflow-eos']?.throughput, s.limit?.throughput),
-      eosVsBaseline: ratio(s['onceflow-eos']?.throughput, s['baseline-eos']?.throughput),
-    };
+    ratios[p] = Object.fromEntries(Object.entries(RATIOS).map(([key, { of: [a, b] }]) => [key, ratio(s[a]?.throughput, s[b]?.throughput)]));
     const eos = runs.filter((r) => r.pipeline === p && r.contender === 'onceflow-eos');
     const intervals = [...new Set(eos.map((r) => r.commitIntervalMs))].sort((a, b) => a - b);
     if (intervals.length > 1) {
@@ -131,13 +143,16 @@ export function renderTable(r: BenchResults): string {
     }
   }
   lines.push('');
-  lines.push('| pipeline | onceflow EOS / Kafka Streams EOS | onceflow EOS / onceflow ALOS | onceflow EOS / limit |');
-  lines.push('|---|---:|---:|---:|');
-  for (const [p, x] of Object.entries(r.ratios)) lines.push(`| ${p} | ${fr(x.eosVsKafkaStreams)} | ${fr(x.eosVsAtLeastOnce)} | ${fr(x.eosVsLimit)} |`);
-  const againstBaseline = Object.entries(r.ratios).filter(([, x]) => x.eosVsBaseline !== undefined);
-  if (againstBaseline.length > 0) {
-    lines.push('', `| pipeline | onceflow EOS / baseline EOS (${process.env.ONCEFLOW_BENCH_BASELINE ?? '--baseline'}) |`, '|---|---:|');
-    for (const [p, x] of againstBaseline) lines.push(`| ${p} | ${fr(x.eosVsBaseline)} |`);
+  // Only the ratios some pipeline has both contenders for: a run without Kafka Streams has no such column.
+  const ratioKeys = (Object.keys(RATIOS) as RatioKey[]).filter((k) => Object.values(r.ratios).some((x) => x[k] !== undefined));
+  if (ratioKeys.length > 0) {
+    lines.push(`| pipeline | ${ratioKeys.map((k) => RATIOS[k].label).join(' | ')} |`, `|---|${ratioKeys.map(() => '---:').join('|')}|`);
+    for (const [p, x] of Object.entries(r.ratios)) lines.push(`| ${p} | ${ratioKeys.map((k) => fr(x[k])).join(' | ')} |`);
+  }
+  const withRss = CONTENDERS.filter((c) => Object.values(r.summary).some((byC) => byC[c]?.peakRssMb !== undefined));
+  if (withRss.length > 0) {
+    lines.push('', `| pipeline | ${withRss.map((c) => `${c} peak RSS (MB)`).join(' | ')} |`, `|---|${withRss.map(() => '---:').join('|')}|`);
+    for (const [p, byC] of Object.entries(r.summary)) lines.push(`| ${p} | ${withRss.map((c) => f(byC[c]?.peakRssMb)).join(' | ')} |`);
   }
   if (Object.keys(r.sweep).length) {
     lines.push('');
@@ -147,13 +162,22 @@ export function renderTable(r: BenchResults): string {
   }
   lines.push('');
   for (const [p, a] of Object.entries(r.kafkaStreamsAgreement)) {
-    lines.push(`- ${p}: Kafka Streams vs onceflow EOS results: ${a.equal === undefined ? 'not compared' : a.equal ? 'equal' : 'DIFFERENT'}${a.detail ? ` (${a.detail})` : ''}`);
+    lines.push(`- ${p}: final aggregates against onceflow EOS's: ${a.equal === undefined ? 'not compared' : a.equal ? 'equal' : 'DIFFERENT'}${a.detail ? ` (${a.detail})` : ''}`);
   }
   for (const n of r.verifyNotes) lines.push(`- ${n}`);
   return lines.join('\n');
 }
 
-const COLORS: Record<ContenderName, string> = { 'onceflow-eos': '#2b6cb0', 'baseline-eos': '#a0aec0', 'onceflow-alos': '#90cdf4', 'kafka-streams-eos': '#dd6b20', limit: '#718096' };
+const COLORS: Record<ContenderName, string> = {
+  'onceflow-eos': '#2b6cb0',
+  'onceflow-eos-2t': '#1a365d',
+  'onceflow-eos-0t': '#63b3ed',
+  'baseline-eos': '#a0aec0',
+  'onceflow-alos': '#90cdf4',
+  'kafka-streams-eos': '#dd6b20',
+  'kafka-streams-eos-2t': '#9c4221',
+  limit: '#718096',
+};
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 

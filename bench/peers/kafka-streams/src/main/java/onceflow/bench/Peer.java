@@ -40,7 +40,7 @@ import org.apache.kafka.streams.state.Stores;
  * (bench/topologies/filter-map.ts, topology/word-count.ts, topology/orders.ts) including where it
  * repartitions, so both do the same amount of broker work.
  *
- * Usage: java -jar kafka-streams-peer.jar PIPELINE BOOTSTRAP INPUT OUTPUT APP_ID [COMMIT_INTERVAL_MS]
+ * Usage: java -jar kafka-streams-peer.jar PIPELINE BOOTSTRAP INPUT OUTPUT APP_ID [COMMIT_INTERVAL_MS] [STREAM_THREADS]
  * Prints JSON lines on stdout (state changes) for bench/run.ts; logs go to stderr.
  */
 public final class Peer {
@@ -51,20 +51,24 @@ public final class Peer {
 
   public static void main(String[] args) throws Exception {
     if (args.length < 5) {
-      System.err.println("usage: Peer <filter-map|word-count|orders|word-count-8x1000|customer-sum> <bootstrap> <input> <output> <app-id> [commit-interval-ms]");
+      System.err.println("usage: Peer <filter-map|word-count|orders|word-count-8x1000|customer-sum> <bootstrap> <input> <output> <app-id> [commit-interval-ms] [stream-threads]");
       System.exit(2);
     }
     String pipeline = args[0], bootstrap = args[1], input = args[2], output = args[3], appId = args[4];
     String commitMs = args.length > 5 ? args[5] : "100";
+    String streamThreads = args.length > 6 ? args[6] : "1";
 
     Properties p = new Properties();
     p.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
     p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
     p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, commitMs);
-    // One thread, as onceflow runs one event loop: the comparison is per processing thread.
-    p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, System.getenv().getOrDefault("KS_THREADS", "1"));
+    // One stream thread unless asked: the bench compares onceflow's --threads N with num.stream.threads=N.
+    p.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, streamThreads);
     p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, "1");
+    // The bench sets it as onceflow's: no purge of consumed repartition records within a run.
+    String purgeMs = System.getProperty("onceflow.bench.purgeIntervalMs");
+    if (purgeMs != null) p.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, purgeMs);
     p.put(StreamsConfig.STATE_DIR_CONFIG, Files.createTempDirectory("onceflow-bench-ks-").toString());
     p.put(StreamsConfig.consumerPrefix("auto.offset.reset"), "earliest");
 
