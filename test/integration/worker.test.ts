@@ -57,10 +57,10 @@ describe('the exactly-once worker', () => {
     const run = newRun('orders', 3);
     await run.createTopics();
     await run.produce(6_000, 7);
-    // The worker kills itself after sending the offsets of its 3rd transaction that wrote output records (early ones
+    // The worker kills itself after sending the offsets of its first transaction that wrote output records (early ones
     // may hold only repartition and changelog records), before committing it. Not right after produce: the records
     // may still sit in librdkafka's queue then, and die with the process unseen by the broker.
-    const doomed = run.startWorker('a', { env: { ONCEFLOW_CHAOS_KILL_AT: 'after-send-offsets:3:outputs' } });
+    const doomed = run.startWorker('a', { env: { ONCEFLOW_CHAOS_KILL_AT: 'after-send-offsets:1:outputs' } });
     const exit = await doomed.exit();
     assert.equal(exit.signal, 'SIGKILL');
     const restarted = run.startWorker('a');
