@@ -27,9 +27,14 @@ fi
 # 2. npm dependencies; the Kafka client's prebuilt binary cannot be downloaded here, so build it.
 export CKJS_LINKING=dynamic
 native_ok() { node -e "require('@confluentinc/kafka-javascript')" >/dev/null 2>&1; }
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ] || ! native_ok; then
+# The install is stamped with the lock file's content hash, not compared by mtime: a fresh clone or a
+# worktree sharing node_modules has a newer lock file by mtime alone, and `npm ci` would wipe a good install.
+lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
+stamp=node_modules/.onceflow-lock-hash
+if [ ! -f node_modules/.package-lock.json ] || [ "$(cat "$stamp" 2>/dev/null)" != "$lock_hash" ] || ! native_ok; then
   say "npm ci (builds @confluentinc/kafka-javascript from source: several minutes on a small machine)"
   npm ci --no-audit --no-fund --loglevel=error
+  echo "$lock_hash" > "$stamp"
 fi
 # npm's exit code does not prove the native build ran: load it.
 if ! native_ok; then
