@@ -35,6 +35,7 @@ const FIELD_KINDS = {
   threads: 'number',
   stateDir: 'string',
   stateCheckpointIntervalMs: 'number',
+  standbyReplicas: 'number',
   unsafeCommitOffsetsOutsideTransaction: 'boolean',
 } as const satisfies Record<Field, FieldKind>;
 

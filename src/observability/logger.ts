@@ -208,6 +208,12 @@ export function attachLogging(worker: ObservedWorker, root: Logger, options: Log
         else if (e.failed === true) log.warn({ event: e.type, reason: e.off, restarted: e.restarted }, 'a processing thread died: its hosted tasks are restored from their changelogs on a live thread (or the main thread), its runs left to the others');
         else log.info({ event: e.type, reason: e.off }, 'every stage runs on the main thread');
         break;
+      case 'standby':
+        log.info({ event: e.type, tasks: e.tasks, adopted: e.adopted, dropped: e.dropped, released: e.released }, `standby tasks kept warm: ${e.tasks.length}`);
+        break;
+      case 'standby-failed':
+        log.warn({ event: e.type, reason: e.reason }, 'a standby task is not kept warm; its task restores more when it moves here');
+        break;
       case 'topic-config-corrected':
         log.warn({ event: e.type, topic: e.topic, setting: e.setting, from: e.from, to: e.to }, `internal topic ${e.topic}: ${e.setting} was ${e.from}, set to ${e.to}`);
         break;

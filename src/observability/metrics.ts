@@ -62,6 +62,7 @@ export function attachMetrics(worker: ObservedWorker, options: MetricsOptions = 
   fromStats('onceflow_duplicates_dropped_total', 'Records dropped by dedupe stages: their id was seen within the TTL', 'duplicatesDropped');
   fromStats('onceflow_stale_versions_dropped_total', 'Records dropped by version guards (not newer than the stored version of their key) and foreign-key join answers to an older value of their left row', 'staleVersionsDropped');
   fromStats('onceflow_restore_records_total', 'Changelog records replayed into state stores', 'restoredRecords');
+  fromStats('onceflow_standby_records_total', 'Changelog records applied to warm copies of tasks other replicas own (standby tasks)', 'standbyRecords');
   fromStats('onceflow_fencing_events_total', 'Times the producer was fenced or failed fatally and was replaced', 'fencings');
   fromStats('onceflow_enforced_processing_total', 'Times a task with several inputs stopped waiting for one that was behind and went on (maxTaskIdleMs): records of that input may then join late', 'enforcedProcessing');
   new Gauge({

@@ -91,6 +91,12 @@ export const workerConfigSchema = z
     /** Per worker, `<stateDir>/<appId>/<instanceId>/<task>`: mount a volume here to keep state across pod restarts. */
     stateDir: z.string().min(1).default(() => join(tmpdir(), 'onceflow-state')),
     /**
+     * Kafka Streams' num.standby.replicas: each stateful task is also kept warm on this many other
+     * replicas, which read its changelog into their own persistent stores (runtime/standby/), so a task
+     * that moves to one of them restores only the changelog's tail. Needs `stateStore: persistent`.
+     */
+    standbyReplicas: z.number().int().min(0).max(8).default(0),
+    /**
      * The URL other replicas and `onceflow query` reach this one's HTTP server at (interactive queries),
      * e.g. `http://10.0.0.7:9464`: written to the application's `<appId>-endpoints` topic at start.
      */
@@ -105,6 +111,9 @@ export const workerConfigSchema = z
     }
     if (c.commitIntervalMs >= c.transactionTimeoutMs) {
       ctx.addIssue({ code: 'custom', path: ['commitIntervalMs'], message: `(${c.commitIntervalMs}) must be below transactionTimeoutMs (${c.transactionTimeoutMs})` });
+    }
+    if (c.standbyReplicas > 0 && c.stateStore !== 'persistent') {
+      ctx.addIssue({ code: 'custom', path: ['standbyReplicas'], message: `(${c.standbyReplicas}) needs stateStore: persistent (a warm copy is kept on disk, where the task finds it when it moves here)` });
     }
     for (const key of Object.keys(c.kafka)) {
       if (['transactional.id', 'group.id', 'isolation.level', 'enable.auto.commit', 'bootstrap.servers'].includes(key)) {

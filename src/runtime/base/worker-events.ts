@@ -10,6 +10,8 @@ export interface WorkerStats {
   fencings: number;
   tasks: number;
   restoredRecords: number;
+  /** Changelog records applied to the warm copies of tasks other replicas own (runtime/standby/). */
+  standbyRecords: number;
   deadLettered: number;
   lastCommitAt: number;
   /** Records a windowed aggregate dropped because every window they belong to had closed. */
@@ -34,6 +36,7 @@ export function newWorkerStats(): WorkerStats {
     fencings: 0,
     tasks: 0,
     restoredRecords: 0,
+    standbyRecords: 0,
     deadLettered: 0,
     lastCommitAt: 0,
     lateRecordsDropped: 0,
@@ -55,6 +58,13 @@ export type WorkerEvent =
    * dead-lettered when processed (with this topic and offset), and the key keeps its previous row.
    */
   | { type: 'table-record-not-restored'; store: string; topic: string; partition: number; offset: number; code: string; message: string }
+  /**
+   * What this replica keeps warm for others changed (runtime/standby/): `released` became its own tasks;
+   * `caughtUp` reached their changelogs' ends for the first time since adopted.
+   */
+  | { type: 'standby'; tasks: string[]; adopted: string[]; dropped: string[]; released: string[]; caughtUp?: string[] }
+  /** A warm copy could not be opened, read or checkpointed; the task then restores more when it moves here, never wrongly. */
+  | { type: 'standby-failed'; reason: string }
   | { type: 'committed'; records: number; ms: number }
   | { type: 'aborted'; reason: string }
   | { type: 'fenced'; reason: string }

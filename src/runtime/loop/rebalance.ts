@@ -7,6 +7,13 @@ import type { TaskManager } from '../task/task-manager.ts';
 import { isAssignment } from '../transaction/kafka-errors.ts';
 import type { TransactionDriver } from '../transaction/driver.ts';
 
+/** Warm copies of tasks (runtime/standby/): each rebalance step runs while they stand still, and takes over the ones assigned here. */
+export interface StandbyPort {
+  exclusive<T>(step: () => Promise<T>): Promise<T>;
+  release(partitions: readonly PartitionRef[]): Promise<void>;
+  refreshSoon(): void;
+}
+
 interface RebalanceEvent {
   readonly kind: 'assign' | 'revoke';
   readonly partitions: PartitionRef[];
@@ -28,6 +35,7 @@ export class RebalanceHandler {
     private readonly transaction: TransactionDriver,
     /** True once the loop has ended: no transaction is open any more. */
     private readonly loopEnded: () => boolean,
+    private readonly standby?: StandbyPort,
   ) {}
 
   get pending(): boolean {
@@ -65,6 +73,12 @@ export class RebalanceHandler {
   }
 
   async handle(): Promise<void> {
+    if (!this.standby) return this.handleQueued();
+    await this.standby.exclusive(() => this.handleQueued());
+    this.standby.refreshSoon();
+  }
+
+  private async handleQueued(): Promise<void> {
     const { stats } = this.services;
     while (this.queue.length > 0) {
       const event = this.queue.shift();
@@ -95,6 +109,7 @@ export class RebalanceHandler {
         if (this.transaction.open) await this.transaction.commit();
         this.services.step('rebalance: committed offsets');
         const streamTimes = await this.loadCommitted(event.partitions);
+        await this.standby?.release(event.partitions);
         const fresh = this.tasks.addSources(event.partitions, streamTimes);
         this.services.step('rebalance: restore');
         await this.tasks.restore(fresh, (topic, partition) => this.progress.committed.get(partitionKey(topic, partition)));

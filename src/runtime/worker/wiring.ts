@@ -22,6 +22,7 @@ import type { Transition, WorkerEvent, WorkerStats } from '../base/worker-events
 import type { ResolvedWorkerConfig } from '../base/config.ts';
 import { Loop } from '../loop/loop.ts';
 import type { ThreadPool } from '../offload/thread-pool.ts';
+import { StandbyTasks } from '../standby/standby-tasks.ts';
 
 export interface WorkerParts {
   readonly output: TransactionalOutput;
@@ -33,6 +34,8 @@ export interface WorkerParts {
   readonly queries: InteractiveQueries;
   readonly synchronizer: InputSynchronizer;
   readonly rebalances: RebalanceHandler;
+  /** With standbyReplicas and persistent stores: the warm copies this replica keeps of others' tasks. */
+  readonly standby: StandbyTasks | undefined;
 }
 
 export interface WiringInput {
@@ -89,8 +92,9 @@ export function wireWorker({ topology, services, watch, guard, onTransition, par
     },
     (idleMs) => (stats.taskIdleMs += idleMs),
   );
-  const rebalances = new RebalanceHandler(services, tasks, progress, transaction, stopped);
-  return { output, progress, globalTables, tasks, collector, transaction, queries, synchronizer, rebalances };
+  const standby = config.standbyReplicas > 0 && config.stateStore === 'persistent' ? new StandbyTasks({ topology, services, owns: (sub, partition) => tasks.taskOf(sub, partition) !== undefined }) : undefined;
+  const rebalances = new RebalanceHandler(services, tasks, progress, transaction, stopped, standby?.needed === true ? standby : undefined);
+  return { output, progress, globalTables, tasks, collector, transaction, queries, synchronizer, rebalances, standby: standby?.needed === true ? standby : undefined };
 }
 
 /** What the loop needs beyond the parts: the consumer, the worker's state and its one way to rebalance. */

@@ -167,6 +167,7 @@ export class Worker extends EventEmitter {
     await globalTables.load({ ...this.services.clientConfig(), 'group.id': this.config.appId }, this.partitionsByTopic);
     await output.connect();
     this.consumer = await subscribedConsumer(this.clients, this.topology, consumerConfig(this.services.clientConfig(), this.config, rebalances.onRebalance, (this.topology.copartitionGroups?.length ?? 0) > 0));
+    await this.parts.standby?.start();
     this.emit('event', { type: 'started', transactionalId: this.transactionalId } satisfies WorkerEvent);
     if (this.lifecycle.is('STARTING')) this.lifecycle.to('RUNNING', 'start');
     this.watch.start();
@@ -236,6 +237,7 @@ export class Worker extends EventEmitter {
     this.parts.tasks.useHost(undefined);
     const { tasks, globalTables, transaction, output } = this.parts;
     await tasks.closeAll(clean);
+    await this.parts.standby?.close();
     if (consumer) await disconnect(consumer, this.config.shutdownTimeoutMs);
     await globalTables.close();
     await transaction.close();
