@@ -30,6 +30,7 @@ export function registerChaos(program: Command): void {
     .option('--registry-url <url>', 'with --bootstrap and --format avro: the schema registry to use')
     .option('--cache-max-records <n>', "the workers' record cache: keys each aggregate holds back until the commit (0: off; default: bounded by bytes only)", intAtLeast(0))
     .addOption(new Option('--state-store <kind>', 'persistent: LMDB stores that a killed replica resumes from, with running checkpoints every second').choices(['memory', 'persistent']).default('memory'))
+    .option('--standby-replicas <n>', 'with --state-store persistent: warm copies of each stateful task on n other replicas', intAtLeast(0))
     .option('--threads <n>', "the workers' processing threads (each hosts tasks with their stores; 0: all on the main thread; default: the workers' default)", intAtLeast(0))
     .option('--json <file>', 'write the result as JSON')
     .action(async (o: Record<string, string | number | boolean | undefined>) => {
@@ -54,6 +55,7 @@ export function registerChaos(program: Command): void {
         format: o.format === 'avro' ? 'avro' : 'json',
         ...(o.cacheMaxRecords === undefined ? {} : { cacheMaxRecords: Number(o.cacheMaxRecords) }),
         ...(o.threads === undefined ? {} : { threads: Number(o.threads) }),
+        ...(o.standbyReplicas === undefined ? {} : { standbyReplicas: Number(o.standbyReplicas) }),
         stateStore: o.stateStore === 'persistent' ? 'persistent' : 'memory',
         ...(typeof o.bootstrap === 'string' ? { bootstrap: o.bootstrap } : {}),
         ...(typeof o.registryUrl === 'string' ? { registryUrl: o.registryUrl } : {}),

@@ -21,6 +21,8 @@ export const VERIFIABLE_PURGE_INTERVAL_MS = 86_400_000;
  */
 export class WorkerProcess {
   readonly events: WorkerEventLine[] = [];
+  /** When each of `events` arrived (ms since the epoch), by index: what a benchmark times a failover by. */
+  readonly arrivedAt: number[] = [];
   readonly stderr: string[] = [];
   private readonly child: ChildProcess;
   private readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -51,6 +53,7 @@ export class WorkerProcess {
         return;
       }
       this.events.push(ev);
+      this.arrivedAt.push(Date.now());
       this.waiters = this.waiters.filter((w) => {
         if (!w.pred(ev)) return true;
         w.resolve(ev);

@@ -7,7 +7,9 @@ import { readTopic } from '../../src/kafka/read-topic.ts';
 import { produceAll } from '../../src/verify/orders-input.ts';
 import { waitCaughtUp } from '../../src/verify/progress.ts';
 import { WorkerProcess, type WorkerEventLine } from '../../src/verify/worker-process.ts';
+import { partitionFor } from '../../src/core/partitioner.ts';
 import { createTopics, testCluster, uniqueName } from '../support/cluster.ts';
+import { freePort } from '../support/ports.ts';
 
 const workers: WorkerProcess[] = [];
 const stateDir = mkdtempSync(join(tmpdir(), 'onceflow-standby-test-'));
@@ -24,8 +26,9 @@ test('a task that moves to the replica keeping it warm restores only the tail of
   await createTopics(bootstrap, [{ name: topics.input, partitions: 2 }, { name: topics.output, partitions: 2 }]);
   const keys = 20_000;
   await produceAll(bootstrap, topics.input, Array.from({ length: keys }, (_, i) => ({ key: `k${i}`, value: 'x' })));
-  const start = (instance: string) => {
-    const w = new WorkerProcess(instance, 'test/fixtures/count-by-key.ts', ['--app-id', topics.appId, '--instance-id', instance, '--state-store', 'persistent', '--state-dir', stateDir], {
+  const start = (instance: string, httpPort?: number) => {
+    const http = httpPort === undefined ? [] : ['--http-port', String(httpPort)];
+    const w = new WorkerProcess(instance, 'test/fixtures/count-by-key.ts', ['--app-id', topics.appId, '--instance-id', instance, '--state-store', 'persistent', '--state-dir', stateDir, ...http], {
       ONCEFLOW_BOOTSTRAP: bootstrap,
       COUNT_INPUT: topics.input,
       COUNT_OUTPUT: topics.output,
@@ -41,7 +44,8 @@ test('a task that moves to the replica keeping it warm restores only the tail of
   const a = start('a');
   await a.waitFor((e) => e.type === 'restored', 60_000, 'the first restore');
   await caughtUp();
-  const b = start('b');
+  const bPort = await freePort();
+  const b = start('b', bPort);
   // Cooperative rebalancing hands one of a's two tasks to b (b may have begun warming both meanwhile, and
   // released the one it got); then each keeps the other's task warm.
   const warmAndCaughtUp = async (w: WorkerProcess): Promise<string> => {
@@ -58,6 +62,13 @@ test('a task that moves to the replica keeping it warm restores only the tail of
   const moving = await warmAndCaughtUp(b);
   await warmAndCaughtUp(a);
   assert.ok(b.events.filter((e) => e.type === 'assigned').every((e) => !names(e, 'partitions').includes(`${topics.input}-${moving.split('_')[1]}`)), `b does not own the task it keeps warm (${moving})`);
+
+  // A stale read of a key b does not own is answered from its warm copy, and says so; a plain read points elsewhere.
+  const warmKey = Array.from({ length: 100 }, (_, i) => `k${i}`).find((k) => partitionFor(Buffer.from(k), 2) === Number(moving.split('_')[1]))!;
+  const staleRead = (await (await fetch(`http://127.0.0.1:${bPort}/stores/counts/${warmKey}?stale=1`)).json()) as Record<string, unknown>;
+  assert.deepEqual([staleRead.value, staleRead.stale], [1, true], JSON.stringify(staleRead));
+  const plainRead = await fetch(`http://127.0.0.1:${bPort}/stores/counts/${warmKey}`);
+  assert.notEqual(plainRead.status, 200, 'without ?stale=1 the warm copy is not read');
 
   // Updates while both run: b's warm copy follows a's changelog.
   await produceAll(bootstrap, topics.input, Array.from({ length: 2_000 }, (_, i) => ({ key: `k${i}`, value: 'x' })));

@@ -75,6 +75,8 @@ export interface InteractiveQueriesHost {
   readonly clientId: () => string;
   readonly advertisedUrl: string | undefined;
   readonly now?: () => number;
+  /** A store of a task this worker keeps warm for another replica (runtime/standby/): stale reads may come from it. */
+  readonly standbyReader?: (subtopology: number, partition: number, store: string) => StoreReader | undefined;
 }
 
 /** How long the group's assignment, as described by its coordinator, is reused for key lookups. */
@@ -130,7 +132,12 @@ export class InteractiveQueries {
     const spec = this.spec(store);
     const { partition } = this.partitionOf(store, key);
     const task = this.host.tasks.taskOf(spec.subtopology, partition);
-    if (!task?.reader) return { status: 'elsewhere', partition, owner: this.#cachedOwner(spec, partition) };
+    if (!task?.reader) {
+      // A warm copy trails its owner's commits by the changelog read's delay: an answer from it is stale.
+      const warm = opts.stale === true ? this.host.standbyReader?.(spec.subtopology, partition, store) : undefined;
+      if (warm !== undefined) return { ...read(warm), partition, stale: true as const };
+      return { status: 'elsewhere', partition, owner: this.#cachedOwner(spec, partition) };
+    }
     const progress = this.host.tasks.restoreProgress(task);
     if (progress !== undefined && !opts.stale) return { status: 'restoring', partition, progress: progress.map((p) => ({ ...p })) };
     return { ...read(task.reader(store)), partition, ...(progress !== undefined ? { stale: true as const } : {}) };

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
 import { consumeBatch, disconnect, READ_TO_END_CONFIG } from '../../kafka/clients.ts';
 import type { PersistentTaskState } from '../../state/lmdb-store.ts';
+import type { StoreReader } from '../../state/queries.ts';
 import type { PartitionRef } from '../base/partition-progress.ts';
 import type { WorkerServices } from '../base/worker-services.ts';
 import { taskId } from '../task/task.ts';
@@ -57,6 +58,11 @@ export class StandbyTasks {
   /** Nothing to keep warm: a topology without logged stores. */
   get needed(): boolean {
     return this.#statefulSubtopologyOf.size > 0;
+  }
+
+  /** A store of a task kept warm here, if it is. */
+  reader(subtopology: number, partition: number, store: string): StoreReader | undefined {
+    return this.#warm.get(taskId(subtopology, partition))?.reader(store);
   }
 
   /** Task ids kept warm now. */

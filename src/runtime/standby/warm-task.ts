@@ -1,6 +1,7 @@
 import type { KafkaConsumer } from '@confluentinc/kafka-javascript';
 import { watermarks } from '../../kafka/clients.ts';
 import type { ChangelogOffset, PersistentTaskState } from '../../state/lmdb-store.ts';
+import type { StoreReader } from '../../state/queries.ts';
 import type { RuntimeTask } from '../task/worker-topology.ts';
 
 /** How the keeper names a changelog partition. */
@@ -47,6 +48,11 @@ export class WarmTask {
       throw e;
     }
     return warm;
+  }
+
+  /** A store's content as applied so far, for stale interactive queries. */
+  reader(store: string): StoreReader | undefined {
+    return this.task.reader?.(store);
   }
 
   /** Changelog records applied since it was opened. */

@@ -73,6 +73,7 @@ export function wireWorker({ topology, services, watch, guard, onTransition, par
   const tasks = new TaskManager(topology, services, globalTables.rowsOf, (topic, partition) => progress.committed.get(partitionKey(topic, partition)));
   const collector = new WorkerRecordCollector(services, output, topicsOf('dead-letter'), topicsOf('repartition'), partitionCount);
   const transaction = new TransactionDriver(services, output, tasks, progress, collector, guard);
+  const standby = config.standbyReplicas > 0 && config.stateStore === 'persistent' ? new StandbyTasks({ topology, services, owns: (sub, partition) => tasks.taskOf(sub, partition) !== undefined }) : undefined;
   const queries = new InteractiveQueries({
     appId: config.appId,
     stores: topology.stores ?? new Map(),
@@ -82,6 +83,7 @@ export function wireWorker({ topology, services, watch, guard, onTransition, par
     connection: { bootstrap: config.bootstrap, kafka: config.kafka, withAdmin: clients.withAdmin },
     clientId: consumerClientId,
     advertisedUrl: config.advertisedUrl,
+    ...(standby ? { standbyReader: (sub: number, partition: number, store: string) => standby.reader(sub, partition, store) } : {}),
   });
   const synchronizer = new InputSynchronizer(
     synchronizedInputs(topology, tasks, progress, consumer),
@@ -92,7 +94,6 @@ export function wireWorker({ topology, services, watch, guard, onTransition, par
     },
     (idleMs) => (stats.taskIdleMs += idleMs),
   );
-  const standby = config.standbyReplicas > 0 && config.stateStore === 'persistent' ? new StandbyTasks({ topology, services, owns: (sub, partition) => tasks.taskOf(sub, partition) !== undefined }) : undefined;
   const rebalances = new RebalanceHandler(services, tasks, progress, transaction, stopped, standby?.needed === true ? standby : undefined);
   return { output, progress, globalTables, tasks, collector, transaction, queries, synchronizer, rebalances, standby: standby?.needed === true ? standby : undefined };
 }

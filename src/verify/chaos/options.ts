@@ -50,6 +50,8 @@ export interface ChaosOptions {
   readonly onlyAtPhase?: boolean;
   /** `persistent`: the workers keep their stores in LMDB (one state dir for the run) with running checkpoints every second. */
   readonly stateStore?: 'memory' | 'persistent';
+  /** With persistent stores: warm copies of each stateful task on this many other replicas (config `standbyReplicas`). */
+  readonly standbyReplicas?: number;
   /** 3: a three-node cluster (replication 3, min ISR 2) with a fault proxy in front of each node. Default 1. */
   readonly brokers?: number;
   /** A running multi-broker cluster with proxies (tests share one between runs); else one is started when brokers > 1. */

@@ -34,6 +34,8 @@ export interface ChaosResult {
   /** The workers' processing threads; null: the workers' default. */
   readonly threads: number | null;
   readonly stateStore: 'memory' | 'persistent';
+  /** The workers' standby replicas; null: none. */
+  readonly standbyReplicas: number | null;
   readonly abortedSeenByReadUncommitted: number;
   readonly brokers: number;
   readonly brokerKills: number;
@@ -108,6 +110,7 @@ export function chaosResult(setup: RunSetup, faults: FaultTallies, check: Output
     cacheMaxRecords: opts.cacheMaxRecords ?? null,
     threads: opts.threads ?? null,
     stateStore: opts.stateStore ?? 'memory',
+    standbyReplicas: opts.standbyReplicas ?? null,
     abortedSeenByReadUncommitted: report.abortedSeenByReadUncommitted ?? 0,
     brokers: setup.brokers,
     brokerKills: opts.brokerKills ?? 0,

@@ -54,6 +54,7 @@ export async function prepareWorkload(
     ...(opts.stateStore === 'persistent'
       ? { ONCEFLOW_STATE_STORE: 'persistent', ONCEFLOW_STATE_DIR: mkdtempSync(join(tmpdir(), 'onceflow-chaos-state-')), ONCEFLOW_STATE_CHECKPOINT_INTERVAL_MS: '1000' }
       : {}),
+    ...(opts.standbyReplicas === undefined ? {} : { ONCEFLOW_STANDBY_REPLICAS: String(opts.standbyReplicas) }),
   };
   const compiled = compile(await withEnv(workerEnv, () => loadTopology(pipeline.file)), { appId: names.appId });
   return {
