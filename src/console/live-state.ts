@@ -17,6 +17,8 @@ export type MemberMetricsView =
       readonly aborts: number;
       readonly fencings: number;
       readonly rebalances: number;
+      readonly restoreRemaining: number;
+      readonly standbyTasks: number;
     }
   | { readonly reachable: false; readonly reason: string };
 
@@ -209,6 +211,8 @@ export class LiveState {
       aborts: s.transactionsAborted,
       fencings: s.fencings,
       rebalances: s.rebalances,
+      restoreRemaining: s.restoreRemaining,
+      standbyTasks: s.standbyTasks,
     };
   }
 

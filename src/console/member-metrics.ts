@@ -12,6 +12,10 @@ export interface MemberSample {
   readonly rebalances: number;
   /** ms since the epoch; 0 before the first commit. */
   readonly lastCommitAt: number;
+  /** Changelog records its running restores have still to read. */
+  readonly restoreRemaining: number;
+  /** Tasks of other members it keeps warm. */
+  readonly standbyTasks: number;
 }
 
 interface Series {
@@ -52,6 +56,8 @@ export function memberSample(text: string, at: number): MemberSample {
     fencings: sum('onceflow_fencing_events_total'),
     rebalances: sum('onceflow_rebalances_total'),
     lastCommitAt: sum('onceflow_last_commit_timestamp_seconds') * 1000,
+    restoreRemaining: sum('onceflow_restore_remaining_records'),
+    standbyTasks: sum('onceflow_standby_tasks'),
   };
 }
 

@@ -75,6 +75,22 @@ export function attachMetrics(worker: ObservedWorker, options: MetricsOptions = 
   });
 
   new Gauge({
+    name: 'onceflow_restore_remaining_records',
+    help: 'Changelog records the running restores have still to read (0 when none runs)',
+    registers,
+    collect() {
+      this.set(worker.stats.restoreRemaining);
+    },
+  });
+  new Gauge({
+    name: 'onceflow_standby_tasks',
+    help: 'Tasks of other replicas this worker keeps warm (standbyReplicas)',
+    registers,
+    collect() {
+      this.set(worker.stats.standbyTasks);
+    },
+  });
+  new Gauge({
     name: 'onceflow_tasks_assigned',
     help: 'Tasks this worker owns now',
     registers,

@@ -49,9 +49,12 @@ test('a sample is read back from the metrics a worker serves; rates per second, 
   worker.stats.transactionsCommitted = 10;
   worker.stats.recordsConsumed = 100;
   worker.stats.lastCommitAt = 5_000;
+  worker.stats.restoreRemaining = 1_234;
+  worker.stats.standbyTasks = 2;
   const metrics = attachMetrics(worker, { processMetrics: false });
   const first = memberSample(await metrics.metrics(), 1_000);
   assert.deepEqual([first.transactionalId, first.state, first.transactionsCommitted, first.recordsConsumed, first.lastCommitAt], ['orders-w1', 'RUNNING', 10, 100, 5_000]);
+  assert.deepEqual([first.restoreRemaining, first.standbyTasks], [1_234, 2], 'restore progress and standby tasks reach the console');
   worker.stats.transactionsCommitted = 14;
   worker.stats.recordsConsumed = 300;
   const second = memberSample(await metrics.metrics(), 3_000);

@@ -158,8 +158,10 @@ function renderMembers(s) {
       return row([...head, { text: 'unknown', class: 'unreachable' }, ...tail, { text: `metrics unreachable: ${m.metrics.reason}`, class: 'unreachable', colspan: 5 }], { 'data-client-id': m.clientId, 'data-reachable': 'false' });
     }
     const x = m.metrics;
+    // A member restoring moved tasks says how much is left; one keeping others' tasks warm says how many.
+    const state = [x.state ?? '–', x.restoreRemaining > 0 ? `restoring, ${x.restoreRemaining} records left` : '', x.standbyTasks > 0 ? `${x.standbyTasks} standby` : ''].filter(Boolean).join(' · ');
     return row(
-      [...head, x.state ?? '–', ...tail, { text: num(x.commitsPerSecond, 1), class: 'num' }, { text: x.aborts, class: 'num' }, { text: x.fencings, class: 'num' }, { text: num(x.recordsInPerSecond, 1), class: 'num' }, { text: num(x.recordsOutPerSecond, 1), class: 'num' }],
+      [...head, state, ...tail, { text: num(x.commitsPerSecond, 1), class: 'num' }, { text: x.aborts, class: 'num' }, { text: x.fencings, class: 'num' }, { text: num(x.recordsInPerSecond, 1), class: 'num' }, { text: num(x.recordsOutPerSecond, 1), class: 'num' }],
       { 'data-client-id': m.clientId, 'data-reachable': 'true' },
     );
   });

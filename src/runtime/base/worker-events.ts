@@ -12,6 +12,10 @@ export interface WorkerStats {
   restoredRecords: number;
   /** Changelog records applied to the warm copies of tasks other replicas own (runtime/standby/). */
   standbyRecords: number;
+  /** Tasks kept warm for other replicas now. */
+  standbyTasks: number;
+  /** Changelog records the running restores have still to read (0 when none runs): how far a moved task is from serving. */
+  restoreRemaining: number;
   deadLettered: number;
   lastCommitAt: number;
   /** Records a windowed aggregate dropped because every window they belong to had closed. */
@@ -37,6 +41,8 @@ export function newWorkerStats(): WorkerStats {
     tasks: 0,
     restoredRecords: 0,
     standbyRecords: 0,
+    standbyTasks: 0,
+    restoreRemaining: 0,
     deadLettered: 0,
     lastCommitAt: 0,
     lateRecordsDropped: 0,

@@ -112,6 +112,7 @@ export class StandbyTasks {
     const released = [...ids].filter((id) => this.#warm.has(id));
     if (released.length === 0) return;
     await this.#drop(released);
+    this.options.services.stats.standbyTasks = this.#warm.size;
     this.options.services.emit({ type: 'standby', tasks: this.tasks(), adopted: [], dropped: [], released });
   }
 
@@ -149,6 +150,7 @@ export class StandbyTasks {
         }
       }
       if (opened.length > 0) this.#assign();
+      services.stats.standbyTasks = this.#warm.size;
       if (dropped.length > 0 || opened.length > 0) services.emit({ type: 'standby', tasks: this.tasks(), adopted: opened, dropped, released: [] });
     });
   }

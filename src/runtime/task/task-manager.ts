@@ -52,10 +52,15 @@ export class TaskManager {
   /** Tasks whose stores are being restored, with each changelog partition's progress: their state is not whole yet. */
   private readonly restoring = new Map<RuntimeTask, RestoreProgress[]>();
   private readonly restoreObserver: RestoreObserver = {
-    planned: (task, store, c) => this.restoring.get(task)?.push({ store, topic: c.topic, partition: c.partition, from: c.from, to: c.to, position: c.from }),
+    planned: (task, store, c) => {
+      this.restoring.get(task)?.push({ store, topic: c.topic, partition: c.partition, from: c.from, to: c.to, position: c.from });
+      this.services.stats.restoreRemaining += c.to - c.from;
+    },
     applied: (task, store, offset) => {
       const p = this.restoring.get(task)?.find((r) => r.store === store);
-      if (p) p.position = offset + 1;
+      if (!p) return;
+      this.services.stats.restoreRemaining -= Math.min(offset + 1, p.to) - p.position;
+      p.position = offset + 1;
     },
     skipped: (_task, store, r) => this.services.emit({ type: 'table-record-not-restored', store, topic: r.topic, partition: r.partition, offset: r.offset, code: r.code, message: r.message }),
   };
@@ -258,7 +263,11 @@ export class TaskManager {
     try {
       records = await restoreTasks({ ...this.services.clientConfig(), 'group.id': this.services.config.appId }, tasks, start, (config) => this.services.clients.consumer(config), end, this.restoreObserver);
     } finally {
-      for (const task of tasks) this.restoring.delete(task);
+      for (const task of tasks) {
+        // What the restore did not read (the end moved, a record was skipped) is no longer to come.
+        for (const p of this.restoring.get(task) ?? []) this.services.stats.restoreRemaining -= Math.max(0, p.to - p.position);
+        this.restoring.delete(task);
+      }
     }
     for (const task of tasks) this.persistentStates.get(task)?.startProcessing();
     this.services.stats.restoredRecords += records;
