@@ -4,7 +4,7 @@ import { OnceflowError } from '../errors.ts';
 import { withAdmin } from '../kafka/admin.ts';
 import { parseWorkerConfig } from '../runtime/base/config.ts';
 import { groupEndpoints } from '../runtime/queries/endpoints.ts';
-import { queryAuthHeaders } from '../observability/query-auth.ts';
+import { queryAuthHeaders } from '../runtime/queries/query-auth-header.ts';
 import { resolveConfigSources, type ConfigFlags } from './config-sources.ts';
 import { bootstrapSource, devConnection, requireReachable } from './connection.ts';
 

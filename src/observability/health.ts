@@ -6,7 +6,8 @@ import { attachMetrics, type AttachedMetrics, type MetricsOptions } from './metr
 import { scrub, secretValues } from './redact.ts';
 import type { ObservedWorker } from './worker-view.ts';
 import { queryJson, QueryRoutes } from './query-routes.ts';
-import { bearerMatches, QUERY_AUTH_SCHEME } from './query-auth.ts';
+import { bearerMatches } from './query-auth.ts';
+import { QUERY_AUTH_SCHEME } from '../runtime/queries/query-auth-header.ts';
 
 export interface DlqThreshold {
   /** Not ready once this many records were dead-lettered within the interval. */

@@ -2,7 +2,7 @@ import { isOnceflowError } from '../errors.ts';
 import type { InteractiveQueries, KeyAnswer, KeyLocation, WindowsAnswer } from '../runtime/queries/interactive-queries.ts';
 import type { MemberEndpoint } from '../runtime/queries/endpoints.ts';
 import { parseKeyText, StoreQueryError } from '../state/queries.ts';
-import { queryAuthHeaders } from './query-auth.ts';
+import { queryAuthHeaders } from '../runtime/queries/query-auth-header.ts';
 
 export type Respond = (status: number, body: unknown, headers?: Readonly<Record<string, string>>) => void;
 

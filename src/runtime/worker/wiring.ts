@@ -79,6 +79,7 @@ export function wireWorker({ topology, services, watch, guard, onTransition, par
     connection: { bootstrap: config.bootstrap, kafka: config.kafka, withAdmin: clients.withAdmin },
     clientId: consumerClientId,
     advertisedUrl: config.advertisedUrl,
+    queryToken: config.queryToken,
   });
   const synchronizer = new InputSynchronizer(
     synchronizedInputs(topology, tasks, progress, consumer),
