@@ -25,6 +25,7 @@ const FIELD_KINDS = {
   sessionTimeoutMs: 'number',
   registryUrl: 'string',
   advertisedUrl: 'string',
+  queryToken: 'string',
   kafka: 'map',
   shutdownTimeoutMs: 'number',
   repartitionPurgeIntervalMs: 'number',

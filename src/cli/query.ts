@@ -4,6 +4,7 @@ import { OnceflowError } from '../errors.ts';
 import { withAdmin } from '../kafka/admin.ts';
 import { parseWorkerConfig } from '../runtime/base/config.ts';
 import { groupEndpoints } from '../runtime/queries/endpoints.ts';
+import { queryAuthHeaders } from '../runtime/queries/query-auth-header.ts';
 import { resolveConfigSources, type ConfigFlags } from './config-sources.ts';
 import { bootstrapSource, devConnection, requireReachable } from './connection.ts';
 
@@ -21,6 +22,7 @@ interface QueryFlags {
   readonly config?: string;
   readonly kafka?: string[];
   readonly stale?: boolean;
+  readonly queryToken?: string;
 }
 
 /**
@@ -33,9 +35,10 @@ export function registerQuery(program: Command, out: (text: string) => void = (t
     .option('--bootstrap <servers>', 'Kafka bootstrap servers (env ONCEFLOW_BOOTSTRAP)')
     .option('--config <file>', 'YAML or JSON config file')
     .option('--kafka <key=value>', 'librdkafka option, repeatable', (v: string, prev: string[] = []) => [...prev, v])
+    .option('--query-token <token>', "the app's queryToken, sent as Authorization: Bearer (env ONCEFLOW_QUERY_TOKEN)")
     .option('--stale', 'answer from a task whose restore is still running, with the state restored so far')
     .action(async (app: string, store: string, key: string, opts: QueryFlags) => {
-      const flags: ConfigFlags = { appId: app, ...(opts.bootstrap !== undefined ? { bootstrap: opts.bootstrap } : {}), ...(opts.kafka !== undefined ? { kafka: opts.kafka } : {}) };
+      const flags: ConfigFlags = { appId: app, ...(opts.bootstrap !== undefined ? { bootstrap: opts.bootstrap } : {}), ...(opts.kafka !== undefined ? { kafka: opts.kafka } : {}), ...(opts.queryToken !== undefined ? { queryToken: opts.queryToken } : {}) };
       const dev = devConnection();
       const { input, origin } = resolveConfigSources({ ...(opts.config !== undefined ? { file: opts.config } : {}), env: process.env, flags, ...(dev ? { devCluster: dev } : {}) });
       const config = parseWorkerConfig(input);
@@ -51,10 +54,10 @@ export function registerQuery(program: Command, out: (text: string) => void = (t
         target.searchParams.set('route', '1');
         if (opts.stale) target.searchParams.set('stale', '1');
         try {
-          const res = await fetch(target, { signal: AbortSignal.timeout(10_000) });
+          const res = await fetch(target, { headers: queryAuthHeaders(config.queryToken), signal: AbortSignal.timeout(10_000) });
           out(`${JSON.stringify(await res.json(), null, 2)}\n`);
-          // 404 (no such key) and 503 (restoring) are answers, not failures of the command's own.
-          if (res.status >= 500 && res.status !== 503) process.exitCode = 1;
+          // 404 (no such key) and 503 (restoring) are answers, not failures of the command's own; 401 (no or a wrong token) is one.
+          if ((res.status >= 500 && res.status !== 503) || res.status === 401) process.exitCode = 1;
           else if (res.status === 503 || res.status === 404) process.exitCode = 2;
           return;
         } catch (e) {

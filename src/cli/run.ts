@@ -13,6 +13,12 @@ import { bootstrapSource, devConnection, requireReachable } from './connection.t
 import { typecheckTopology } from './typecheck.ts';
 import { spawnProcessingThread } from './processing-thread.ts';
 
+/**
+ * After SIGTERM the process exits on its own at shutdownTimeoutMs plus this, whatever the worker is
+ * doing: a pod's termination grace period must exceed the sum (deploy/kubernetes/statefulset.yaml).
+ */
+export const SHUTDOWN_EXIT_MARGIN_MS = 5_000;
+
 interface RunOptions extends ConfigCommandOptions, RuntimeFlags {
   readonly events?: boolean;
   readonly metricsPort?: string;
@@ -58,7 +64,7 @@ export function registerRun(program: Command): void {
       signalled = true;
       if (opts.events) process.stdout.write(`${JSON.stringify({ at: Date.now(), type: 'shutdown', signal })}\n`);
       // Bounded: a stuck broker must not keep a terminated pod alive forever.
-      setTimeout(() => process.exit(1), worker.config.shutdownTimeoutMs + 5_000).unref();
+      setTimeout(() => process.exit(1), worker.config.shutdownTimeoutMs + SHUTDOWN_EXIT_MARGIN_MS).unref();
       void worker.stop();
     };
     process.on('SIGTERM', () => shutdown('SIGTERM'));

@@ -6,6 +6,8 @@ import { attachMetrics, type AttachedMetrics, type MetricsOptions } from './metr
 import { scrub, secretValues } from './redact.ts';
 import type { ObservedWorker } from './worker-view.ts';
 import { queryJson, QueryRoutes } from './query-routes.ts';
+import { bearerMatches } from './query-auth.ts';
+import { QUERY_AUTH_SCHEME } from '../runtime/queries/query-auth-header.ts';
 
 export interface DlqThreshold {
   /** Not ready once this many records were dead-lettered within the interval. */
@@ -142,7 +144,8 @@ export async function startObservability(worker: ObservedWorker, options: Observ
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(scrub(JSON.stringify(body), secrets));
   };
-  const queries = worker.queries ? new QueryRoutes(worker.queries) : undefined;
+  const token = worker.config.queryToken;
+  const queries = worker.queries ? new QueryRoutes(worker.queries, { token }) : undefined;
   const probe = (res: ServerResponse, state: HealthState): void =>
     json(res, state.ok ? 200 : 503, { status: state.ok ? 'ok' : 'unavailable', ...state, ...(worker.state === undefined ? {} : { workerState: worker.state }) });
 
@@ -170,6 +173,12 @@ export async function startObservability(worker: ObservedWorker, options: Observ
         return;
       default:
         if (queries && path !== undefined && QueryRoutes.handles(path)) {
+          // Only the store routes: probes and Prometheus carry no credentials, and show no stored value.
+          if (token !== undefined && !bearerMatches(req.headers.authorization, token)) {
+            res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': `${QUERY_AUTH_SCHEME} realm="onceflow stores"` });
+            res.end(JSON.stringify({ error: `store queries need the header Authorization: ${QUERY_AUTH_SCHEME} <queryToken>` }));
+            return;
+          }
           void queries.handle(new URL(req.url ?? '/', 'http://localhost'), (status, body, headers) => {
             res.writeHead(status, { 'content-type': 'application/json', ...headers });
             res.end(scrub(queryJson(body), secrets));

@@ -2,6 +2,7 @@ import { isOnceflowError } from '../errors.ts';
 import type { InteractiveQueries, KeyAnswer, KeyLocation, WindowsAnswer } from '../runtime/queries/interactive-queries.ts';
 import type { MemberEndpoint } from '../runtime/queries/endpoints.ts';
 import { parseKeyText, StoreQueryError } from '../state/queries.ts';
+import { queryAuthHeaders } from '../runtime/queries/query-auth-header.ts';
 
 export type Respond = (status: number, body: unknown, headers?: Readonly<Record<string, string>>) => void;
 
@@ -21,7 +22,11 @@ const ROUTE_TIMEOUT_MS = 5_000;
  * Keys are path segments: a string key as it is, any other as JSON.
  */
 export class QueryRoutes {
-  constructor(private readonly queries: InteractiveQueries) {}
+  constructor(
+    private readonly queries: InteractiveQueries,
+    /** The app's queryToken: the owner of a routed key asks for it as this replica does. */
+    private readonly options: { readonly token?: string | undefined } = {},
+  ) {}
 
   static handles(path: string): boolean {
     return path === '/stores' || path.startsWith('/stores/') || path.startsWith('/metadata/');
@@ -97,7 +102,7 @@ export class QueryRoutes {
     }
     let res: Response;
     try {
-      res = await fetch(target, { signal: AbortSignal.timeout(ROUTE_TIMEOUT_MS) });
+      res = await fetch(target, { headers: queryAuthHeaders(this.options.token), signal: AbortSignal.timeout(ROUTE_TIMEOUT_MS) });
     } catch (e) {
       respond(502, { status: 'owner-unreachable', owner, error: `the owner at ${owner.url} did not answer: ${e instanceof Error ? e.message : String(e)}` });
       return;

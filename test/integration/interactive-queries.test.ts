@@ -61,11 +61,14 @@ interface Replica {
   readonly events: WorkerEvent[];
 }
 
+/** The replicas guard their store routes: a routed query reaches the owner only if the token travels with it. */
+const QUERY_TOKEN = 'iq-test-token-5e0c1a9b';
+
 async function startReplica(names: { appId: string; input: string; output: string }, instanceId: string, clients: ClientSupplier = kafkaClients): Promise<Replica> {
   const { bootstrap } = testCluster();
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const worker = new Worker(compile(countApp(names.input, names.output), { appId: names.appId }), { bootstrap, appId: names.appId, instanceId, advertisedUrl: url, commitIntervalMs: 100 }, { clients });
+  const worker = new Worker(compile(countApp(names.input, names.output), { appId: names.appId }), { bootstrap, appId: names.appId, instanceId, advertisedUrl: url, commitIntervalMs: 100, queryToken: QUERY_TOKEN }, { clients });
   const events: WorkerEvent[] = [];
   worker.on('event', (e: WorkerEvent) => events.push(e));
   const http = await startObservability(worker, { port, host: '127.0.0.1', readyWithoutPartitions: true });
@@ -78,7 +81,7 @@ async function startReplica(names: { appId: string; input: string; output: strin
 }
 
 async function getJson(url: string): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(url, { signal: AbortSignal.timeout(30_000) });
+  const res = await fetch(url, { headers: { authorization: `Bearer ${QUERY_TOKEN}` }, signal: AbortSignal.timeout(30_000) });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
@@ -106,6 +109,7 @@ test('two replicas: a key owned by the other replica is answered through either 
   // Alone, replica a owns every key.
   assert.deepEqual((await getJson(`${a.url}/stores/counts/key-1`)).body.value, 2);
   assert.equal((await getJson(`${a.url}/stores/counts/no-such-key`)).status, 404);
+  assert.equal((await fetch(`${a.url}/stores/counts/key-1`)).status, 401, 'not without the token');
   const scan = await getJson(`${a.url}/stores/counts?prefix=key-1&limit=5`);
   assert.deepEqual(scan.body.entries, ['key-1', 'key-10', 'key-11', 'key-12', 'key-13'].map((k) => ({ key: k, value: expected.get(k) })));
   assert.equal(scan.body.more, true);
@@ -158,7 +162,7 @@ test('two replicas: a key owned by the other replica is answered through either 
   }
   assert.deepEqual(new Set(owners.values()), new Set([a.url, b.url]), 'both replicas own keys');
   // So does the CLI, which needs no topology file: any replica routes the query.
-  const cli = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'query', names.appId, 'counts', 'key-2', '--bootstrap', bootstrap], { encoding: 'utf8', timeout: 120_000 });
+  const cli = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'query', names.appId, 'counts', 'key-2', '--bootstrap', bootstrap, '--query-token', QUERY_TOKEN], { encoding: 'utf8', timeout: 120_000 });
   assert.equal((JSON.parse(cli.stdout) as { value: number }).value, expected.get('key-2'));
   // The library call answers the same, wherever the key lives.
   for (const k of keys.slice(0, 6)) {

@@ -101,6 +101,16 @@ export const workerConfigSchema = z
      * e.g. `http://10.0.0.7:9464`: written to the application's `<appId>-endpoints` topic at start.
      */
     advertisedUrl: z.string().url().optional(),
+    /**
+     * Set, the store routes of the HTTP server (`/stores`, `/metadata`) answer only requests with
+     * `Authorization: Bearer <queryToken>`, and routed queries carry it to the owner: the port also
+     * serves probes and metrics to anyone who reaches it. All replicas of an app share one token.
+     */
+    queryToken: z
+      .string()
+      .min(16, 'must be at least 16 characters (a guessable token protects nothing; `openssl rand -hex 32` makes one)')
+      .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces (it travels in an HTTP header)')
+      .optional(),
     /** Test-only: commit the consumer offsets outside the transaction, to prove the verifier catches it. */
     unsafeCommitOffsetsOutsideTransaction: z.boolean().default(false),
   })

@@ -5,6 +5,7 @@ import { queryKeyBytes, scanAll, StoreReader, type KeyValueEntry, type ScanOptio
 import { describeMembers, readEndpoints, type ConnectionOptions, type MemberEndpoint } from './endpoints.ts';
 import type { RestoreProgress, TaskManager } from '../task/task-manager.ts';
 import { taskId } from '../task/task.ts';
+import { queryAuthHeaders } from './query-auth-header.ts';
 
 export class UnknownQueryStoreError extends OnceflowError {
   readonly code = 'QUERY_STORE_UNKNOWN';
@@ -74,6 +75,8 @@ export interface InteractiveQueriesHost {
   /** This worker's consumer client id, as the group lists it. */
   readonly clientId: () => string;
   readonly advertisedUrl: string | undefined;
+  /** The app's queryToken: the owner's store routes ask for it (observability/query-auth.ts). */
+  readonly queryToken?: string | undefined;
   readonly now?: () => number;
   /** A store of a task this worker keeps warm for another replica (runtime/standby/): stale reads may come from it. */
   readonly standbyReader?: (subtopology: number, partition: number, store: string) => StoreReader | undefined;
@@ -173,7 +176,7 @@ export class InteractiveQueries {
     const keyText = this.spec(store).keySerde.name === 'string' ? String(key) : JSON.stringify(key);
     const url = new URL(`/stores/${encodeURIComponent(store)}/${encodeURIComponent(keyText)}`, owner.url);
     if (opts.stale) url.searchParams.set('stale', '1');
-    const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+    const res = await fetch(url, { headers: queryAuthHeaders(this.host.queryToken), signal: AbortSignal.timeout(5_000) });
     return (await res.json()) as KeyAnswer<T>;
   }
 

@@ -83,6 +83,7 @@ export function wireWorker({ topology, services, watch, guard, onTransition, par
     connection: { bootstrap: config.bootstrap, kafka: config.kafka, withAdmin: clients.withAdmin },
     clientId: consumerClientId,
     advertisedUrl: config.advertisedUrl,
+    queryToken: config.queryToken,
     ...(standby ? { standbyReader: (sub: number, partition: number, store: string) => standby.reader(sub, partition, store) } : {}),
   });
   const synchronizer = new InputSynchronizer(
