@@ -47,7 +47,9 @@ export function kafkaTopologyRecord(bootstrap: string, appId: string, kafka: Cli
       const exists = await withAdmin(bootstrap, async (admin) => (await admin.listTopics({ timeout: 10_000 })).includes(topic), kafka);
       if (!exists) return undefined;
       let latest: RecordedTopology | undefined;
-      for (const r of await readTopic(bootstrap, topic, { clientOptions: kafka, idleMs: 10_000 })) {
+      // Under the application's own group id, which its principal may use (a throw-away group would need an ACL
+      // of its own on a secured cluster): the reader is assigned, never joins, and commits nothing.
+      for (const r of await readTopic(bootstrap, topic, { clientOptions: { ...kafka, 'group.id': appId }, idleMs: 10_000 })) {
         if (r.key?.toString('utf8') !== KEY || r.value === null) continue;
         latest = parse(r.value) ?? latest;
       }
