@@ -160,7 +160,15 @@ export function compareFingerprints(recorded: TopologyFingerprint, next: Topolog
   }
   for (const old of recorded.repartitionTopics) {
     if (newTopics.has(old.name)) continue;
-    out.push({ classification: 'breaking', what: `repartition topic ${old.name} no longer used`, reason: `records still in it when the running version stops are never read (${old.named ? 'it was removed or renamed' : 'its generated name shifted'}); drain it first (stop the input, let the running version catch up) or start under a new application id` });
+    const why = `records still in it when the running version stops are never read (${old.named ? 'it was removed or renamed' : 'its generated name shifted'})`;
+    // A renamed store's own topic goes with it: resetting the store accepts that what was in flight to it is dropped too.
+    const renamed = renames.pairs.find(([former]) => old.name.endsWith(`-${former.name}-repartition`));
+    if (renamed !== undefined) {
+      const [former, store] = renamed;
+      out.push({ classification: 'breaking', what: `repartition topic ${old.name} no longer used`, reason: `${why}; they go with store ${former.name}'s state: ${RESET(store.name)}`, store: store.name, formerStore: former.name });
+    } else {
+      out.push({ classification: 'breaking', what: `repartition topic ${old.name} no longer used`, reason: `${why}; drain it first (stop the input, let the running version catch up) or start under a new application id` });
+    }
   }
 
   const oldSources = new Map(recorded.sources.map((s) => [s.topic, s] as const));
