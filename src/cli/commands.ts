@@ -64,7 +64,12 @@ export const COMMANDS = {
   reset: {
     loadsTopology: true,
     usage: 'reset <topology>',
-    description: "reprocess an application from scratch (Kafka Streams' application reset tool): its consumer group's input offsets to the beginning, its internal repartition and changelog topics deleted, its local state directory (<state-dir>/<app-id>) deleted. Source and output topics are kept. Refuses while the group has live members: stop every worker first",
+    description: "reprocess an application from scratch (Kafka Streams' application reset tool): its consumer group's input offsets to the beginning, its internal repartition and changelog topics and its topology record (<app-id>-topology) deleted, its local state directory (<state-dir>/<app-id>) deleted. Source and output topics are kept. Refuses while the group has live members: stop every worker first",
+  },
+  upgrade: {
+    loadsTopology: true,
+    usage: 'upgrade',
+    description: "before deploying a new version: `upgrade check <topology>` compares it with the topology the application runs (recorded in <app-id>-topology) and classifies each change as compatible, state-resetting or breaking",
   },
   console: {
     loadsTopology: true,

@@ -2,6 +2,7 @@ import { Option, type Command } from 'commander';
 import { defineCommand } from './commands.ts';
 import { compile } from '../graph/compile.ts';
 import type { CompiledTopology } from '../graph/compiled.ts';
+import { generatedNameWarnings } from '../graph/generated-names.ts';
 import type { CompiledNode } from '../graph/types.ts';
 import { STAGE_KINDS, type KeyValueFn } from '../dsl/nodes.ts';
 import { loadTopology } from '../dsl/load.ts';
@@ -143,7 +144,7 @@ export function describeJson(c: CompiledTopology, reading?: TopicConfigReading):
     ...(reading === undefined ? {} : 'topics' in reading ? { topicConfigsReadFrom: reading.from } : { topicConfigsUnread: reading.unread }),
     copartitionGroups: c.copartitionGroups,
     globalTables: c.globalTables.map((g) => ({ store: g.store, node: g.node, topic: g.topic })),
-    warnings: [...eventTimeOutputs(c).map(eventTimeOutputWarning), ...uncompactedTableSources(c, reading)],
+    warnings: [...eventTimeOutputs(c).map(eventTimeOutputWarning), ...uncompactedTableSources(c, reading), ...generatedNameWarnings(c)],
   };
 }
 
@@ -187,7 +188,7 @@ export function describeText(c: CompiledTopology, reading?: TopicConfigReading):
     for (const g of c.copartitionGroups) lines.push(`  ${g.join} (sub-topology ${g.subtopology}): [${g.topics.join(', ')}]`);
   }
   lines.push(...topicLines(c, reading));
-  const warnings = [...eventTimeOutputs(c).map(eventTimeOutputWarning), ...uncompactedTableSources(c, reading)];
+  const warnings = [...eventTimeOutputs(c).map(eventTimeOutputWarning), ...uncompactedTableSources(c, reading), ...generatedNameWarnings(c)];
   if (warnings.length > 0) lines.push('Warnings:', ...warnings.map((w) => `  ${w}`));
   return lines.join('\n');
 }

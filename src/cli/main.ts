@@ -32,6 +32,7 @@ const LOADERS: Record<CommandName, () => Promise<Register>> = {
   demo: async () => (await import('./demo.ts')).registerDemo,
   status: async () => (await import('./status.ts')).registerStatus,
   reset: async () => (await import('./reset.ts')).registerReset,
+  upgrade: async () => (await import('./upgrade.ts')).registerUpgrade,
   console: async () => (await import('./console.ts')).registerConsole,
   query: async () => (await import('./query.ts')).registerQuery,
   config: async () => (await import('./config.ts')).registerConfig,

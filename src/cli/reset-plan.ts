@@ -6,6 +6,7 @@ import type { TopicKind } from '../graph/types.ts';
 import { deleteTopicsAndWait, withAdmin, type AdminClient, type ClientOptions } from '../kafka/admin.ts';
 import { GroupOffsets } from '../kafka/group-offsets.ts';
 import { describeGroup } from '../kafka/groups.ts';
+import { topologyRecordTopic } from '../kafka/topology-record.ts';
 
 /** `onceflow reset` while a worker of the application runs: its next commit would undo the reset, and its state would outlive it. */
 export class ResetGroupActiveError extends OnceflowError {
@@ -23,7 +24,8 @@ export interface OffsetReset {
 
 export interface InternalTopic {
   readonly name: string;
-  readonly kind: TopicKind;
+  /** topology-record: `<appId>-topology` (kafka/topology-record.ts): with the state gone, the next start is a first deploy. */
+  readonly kind: TopicKind | 'topology-record';
   /** False: the topology defines it but the cluster has no such topic (nothing to delete). */
   readonly exists: boolean;
 }
@@ -86,10 +88,11 @@ async function planWith(admin: AdminClient, target: ResetTarget): Promise<ResetP
   const existing = new Set(await admin.listTopics());
   const inputs = [...new Set(topology.topics.filter((t) => t.kind === 'source' && !t.internal && !globalTopics.has(t.name)).map((t) => t.name))].filter((t) => existing.has(t));
   const stateDir = join(target.stateDir, topology.appId);
+  const record = topologyRecordTopic(topology.appId);
   return {
     appId: topology.appId,
     offsets: await offsetResets(admin, target, inputs),
-    deleteTopics: topology.topics.filter(deleted).map((t) => ({ name: t.name, kind: t.kind, exists: existing.has(t.name) })),
+    deleteTopics: [...topology.topics.filter(deleted).map((t) => ({ name: t.name, kind: t.kind, exists: existing.has(t.name) })), { name: record, kind: 'topology-record' as const, exists: existing.has(record) }],
     keptTopics: topology.topics.filter((t) => !deleted(t)).map((t) => ({ name: t.name, kind: t.kind })),
     stateDir,
     stateDirExists: existsSync(stateDir),

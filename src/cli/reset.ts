@@ -19,7 +19,6 @@ export function formatResetPlan(plan: ResetPlan, dryRun: boolean): string {
   if (plan.offsets.length === 0) out.push('  (no input topic exists)');
   out.push(`internal topics ${will('deleted', 'to delete')}:`);
   for (const t of plan.deleteTopics) out.push(`  ${t.name} (${t.kind})${t.exists ? '' : ' - not on the cluster, nothing to delete'}`);
-  if (plan.deleteTopics.length === 0) out.push('  (the topology has none)');
   out.push(`local state ${will('deleted', 'to delete')}:`, `  ${plan.stateDir}${plan.stateDirExists ? '' : ' - not there, nothing to delete'}`);
   out.push('kept as they are:', ...plan.keptTopics.map((t) => `  ${t.name} (${t.kind}${t.kind === 'dead-letter' ? '; --delete-dead-letter-topic deletes it if the application owns it' : ''})`));
   return `${out.join('\n')}\n`;

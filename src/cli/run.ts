@@ -24,6 +24,8 @@ interface RunOptions extends ConfigCommandOptions, RuntimeFlags {
   readonly metricsPort?: string;
   /** false with --no-typecheck. */
   readonly typecheck?: boolean;
+  /** --reset-state, repeatable: stores whose state a topology change may drop. */
+  readonly resetState?: readonly string[];
 }
 
 /**
@@ -37,7 +39,7 @@ export async function workerForFile(file: string, opts: RunOptions, env: NodeJS.
   const { input, origin } = resolveConfigSources({ ...(opts.config ? { file: opts.config } : {}), env, flags: configFlagsFrom(opts), ...(dev ? { devCluster: dev } : {}) });
   const topology = compile(builder, input.appId ? { appId: input.appId } : {});
   // The chaos harness kills workers at points of the protocol it names in the environment.
-  const worker = new Worker(runtimeTopology(topology), input, { faults: killAt(env.ONCEFLOW_CHAOS_KILL_AT), processingThread: { spawn: spawnProcessingThread, file } });
+  const worker = new Worker(runtimeTopology(topology), input, { faults: killAt(env.ONCEFLOW_CHAOS_KILL_AT), processingThread: { spawn: spawnProcessingThread, file }, resetStores: opts.resetState ?? [] });
   await requireReachable({ bootstrap: worker.config.bootstrap, source: bootstrapSource(origin.bootstrap, dev), dev }, worker.config.kafka);
   return worker;
 }
@@ -49,7 +51,8 @@ export function registerRun(program: Command): void {
     .option('--log-level <level>', 'trace | debug | info | warn | error (env ONCEFLOW_LOG_LEVEL)')
     .option('--log-format <format>', 'json | pretty (env ONCEFLOW_LOG_FORMAT; default pretty on a terminal)')
     .option('--events', 'print each lifecycle event (commits included) as a JSON line on stdout')
-    .option('--no-typecheck', 'load the topology without type-checking it first (a pass is cached, so a restart is not slowed)');
+    .option('--no-typecheck', 'load the topology without type-checking it first (a pass is cached, so a restart is not slowed)')
+    .option('--reset-state <store>', 'repeatable: drop this store\'s state if the start check finds a change of the topology that needs it (renamed, new serde, new key); `onceflow upgrade check` lists them', (v: string, prev: string[] = []) => [...prev, v]);
   addConfigOptions(command).action(async (file: string, opts: RunOptions) => {
     const runtime = resolveRuntimeOptions(process.env, { ...opts, httpPort: opts.httpPort ?? opts.metricsPort }, process.stderr.isTTY);
     const worker = await workerForFile(file, opts);

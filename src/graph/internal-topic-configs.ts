@@ -44,6 +44,14 @@ const DEAD_LETTER: Readonly<Record<string, string>> = {
   'message.timestamp.type': 'LogAppendTime',
 };
 
+/**
+ * The application's topology record (`<appId>-topology`, kafka/topology-record.ts): one key, rewritten at
+ * each start; never trimmed by time, since a version that ran for a year must still be found by the next.
+ */
+export const TOPOLOGY_RECORD_CONFIG: Readonly<Record<string, string>> = {
+  'cleanup.policy': 'compact',
+};
+
 const BY_KIND: Partial<Record<TopicKind, Readonly<Record<string, string>>>> = {
   repartition: REPARTITION,
   changelog: CHANGELOG,

@@ -44,7 +44,8 @@ export function aclsForTopology(topology: CompiledTopology, opts: AclOptions): A
   const sorted = (kind: string) => [...new Set(topology.topics.filter((t) => t.kind === kind && !t.internal).map((t) => t.name))].sort();
   for (const t of sorted('source')) add(['READ'], 'TOPIC', 'LITERAL', t, 'input topic');
   for (const t of sorted('sink')) add(['WRITE', 'DESCRIBE'], 'TOPIC', 'LITERAL', t, 'output topic');
-  if (topology.topics.some((t) => t.internal)) add(['READ', 'WRITE', 'CREATE'], 'TOPIC', 'PREFIXED', prefix, 'internal topics (changelog, repartition, dead-letter), created by the worker');
+  // Every worker creates and writes the topology record (`<appId>-topology`), so the prefix is needed even without other internal topics.
+  add(['READ', 'WRITE', 'CREATE'], 'TOPIC', 'PREFIXED', prefix, 'internal topics (changelog, repartition, dead-letter, topology record), created by the worker');
   // A dead-letter topic the topology names is not the worker's to create: it must exist, and is only written.
   for (const t of sorted('dead-letter')) add(['WRITE', 'DESCRIBE'], 'TOPIC', 'LITERAL', t, 'dead-letter topic');
   add(['READ'], 'GROUP', 'LITERAL', appId, 'consumer group (the app id); offsets commit inside the transaction');

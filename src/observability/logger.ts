@@ -223,6 +223,15 @@ export function attachLogging(worker: ObservedWorker, root: Logger, options: Log
       case 'table-topic-not-compacted':
         log.warn({ event: e.type, topic: e.topic, cleanupPolicy: e.policy, fix: e.fix }, `table source topic ${e.topic} has cleanup.policy=${e.policy}: the broker's retention deletes rows a restore needs, and the table comes back incomplete. Fix: ${e.fix}`);
         break;
+      case 'generated-name':
+        log.warn({ event: e.type, what: e.what, name: e.name, stage: e.stage }, e.message);
+        break;
+      case 'topology-checked':
+        log.info({ event: e.type, first: e.first, changes: e.changes }, e.first ? 'no topology recorded (a first deploy): this one is recorded' : `topology checked against the recorded one: ${e.changes.length} change(s), none left unresolved`);
+        break;
+      case 'store-reset':
+        log.warn({ event: e.type, store: e.store, changelogs: e.changelogs, reason: e.reason }, `store ${e.store} reset (--reset-state) for: ${e.reason}`);
+        break;
       case 'repartition-purged':
         log.debug({ event: e.type, partitions: e.partitions }, 'consumed repartition records deleted');
         break;

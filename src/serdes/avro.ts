@@ -103,6 +103,7 @@ export function avroSerde<T>(options: AvroSerdeOptions): Serde<T> {
   const type = parseAvroSchema(loadAvroSchema(options.schema), { longs: options.longs ?? 'number' });
   return {
     name: `avro:${type.name ?? type.typeName}`,
+    schemaHash: type.fingerprint('sha256').toString('hex'),
     serialize: (value, ctx) => encodeAvroBody(type, requireValue(value, ctx), ctx),
     deserialize: (data, ctx) => decodeAvroBody<T>(type, requireBytes(data, ctx), 0, ctx),
   };

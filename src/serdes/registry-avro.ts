@@ -170,6 +170,7 @@ export function registryAvroSerde<T>(options: RegistryAvroSerdeOptions): Serde<T
 
   return {
     name: `registry-avro:${reader.name ?? reader.typeName}`,
+    schemaHash: reader.fingerprint('sha256').toString('hex'),
 
     async prepare(ctx: SerdeContext, env: SerdeEnvironment): Promise<void> {
       if (client === undefined) {

@@ -17,6 +17,11 @@ export interface SerdeEnvironment {
  */
 export interface Serde<T> {
   readonly name: string;
+  /**
+   * For a serde whose encoding a schema decides (Avro): a hash of that schema, so that a new version
+   * of a topology that stores another schema under the same serde name is told apart (graph/fingerprint.ts).
+   */
+  readonly schemaHash?: string;
   serialize(value: T, ctx: SerdeContext): Buffer | null;
   deserialize(data: Buffer | null, ctx: SerdeContext): T;
   /** Called once per (topic, role) before any record: register or look up schemas here. */

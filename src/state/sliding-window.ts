@@ -41,6 +41,7 @@ export function slidingWindowValueSerde(aggregate: Serde<unknown>): Serde<unknow
   if (hit) return hit;
   const serde: Serde<unknown> = {
     name: `sliding-window-value(${aggregate.name})`,
+    ...(aggregate.schemaHash === undefined ? {} : { schemaHash: aggregate.schemaHash }),
     serialize(value: unknown, ctx: SerdeContext): Buffer | null {
       const bytes = aggregate.serialize(value, ctx);
       return bytes === null ? null : slidingWindowValue(bytes, 0, false);

@@ -3,6 +3,7 @@ import { createAdmin, withAdmin, type AdminClient, type ClientOptions } from '..
 import { setTopicConfigs } from '../../kafka/alter-configs.ts';
 import { connectConsumer, connectProducer, type RdConfig } from '../../kafka/clients.ts';
 import { ReadableProbe } from '../../kafka/readable-probe.ts';
+import { kafkaTopologyRecord, type TopologyRecordAccess } from '../../kafka/topology-record.ts';
 import { canDescribeConfigs, describeTopicConfig, describeTopicConfigs } from '../../kafka/topic-configs.ts';
 
 /**
@@ -34,6 +35,11 @@ export interface ClientSupplier {
    * the console (kafka/lag.ts); without it every offset up to the end counts as lag.
    */
   readableProbe?(bootstrap: string, kafka: ClientOptions): LagLookup;
+  /**
+   * The application's recorded topology fingerprint (`<appId>-topology`): the start check compares the
+   * topology with it and records it (worker/upgrade-guard.ts); without it the worker does neither.
+   */
+  topologyRecord?(bootstrap: string, appId: string, kafka: ClientOptions): TopologyRecordAccess;
 }
 
 /** What the worker's lag metric needs of a ReadableProbe. */
@@ -71,6 +77,7 @@ export const kafkaClients: ClientSupplier = {
   },
   recordDeleter: (bootstrap, kafka) => adminRecordDeleter(bootstrap, kafka),
   readableProbe: (bootstrap, kafka) => new ReadableProbe(bootstrap, kafka),
+  topologyRecord: (bootstrap, appId, kafka) => kafkaTopologyRecord(bootstrap, appId, kafka),
 };
 
 /** One admin client for the worker's life, made at the first purge: short-lived ones have crashed the process on teardown (admin.ts). */

@@ -106,6 +106,12 @@ export type WorkerEvent =
   | { type: 'topic-configs-unverified'; topics: string[]; reason: string }
   /** At start: a table's source topic (its changelog) whose cleanup.policy lets the broker delete rows a restore needs (table-source-check.ts). */
   | { type: 'table-topic-not-compacted'; topic: string; policy: string; fix: string }
+  /** At start: a store or internal topic whose name is derived from a stage's position (graph/generated-names.ts). */
+  | { type: 'generated-name'; what: 'store' | 'repartition topic'; name: string; stage: string; message: string }
+  /** At start: the topology was compared with the recorded one (worker/upgrade-guard.ts); first: nothing was recorded. */
+  | { type: 'topology-checked'; first: boolean; changes: string[] }
+  /** At start: a store `--reset-state` named was reset for a change that needed it: its changelogs deleted, its local state removed. */
+  | { type: 'store-reset'; store: string; changelogs: string[]; reason: string }
   /** Records of owned repartition partitions below the offsets just committed were deleted (repartition-purge.ts). */
   | { type: 'repartition-purged'; partitions: number }
   /** A purge failed; the records stay until the next one (nothing is lost, the topic only grows for now). */

@@ -3,6 +3,7 @@ import type { CommitCollector, IncomingRecord, RecordCollector } from '../../cor
 import type { StoreFactory } from '../../state/store.ts';
 import type { CompiledGlobalTable, CompiledStore, TaskPlan } from '../../graph/types.ts';
 import type { StoreReader } from '../../state/queries.ts';
+import { fingerprintOf, type TopologyFingerprint } from '../../graph/fingerprint.ts';
 import type { TaskMetrics } from '../nodes/task-state.ts';
 import { createTask } from './task.ts';
 import type { TaskOptions } from './task-options.ts';
@@ -28,6 +29,8 @@ export interface RuntimeTopology {
   resolvePartitions(sourcePartitions: ReadonlyMap<string, number>): { readonly topics: readonly RuntimeTopic[] };
   /** Worst-case time one record may spend in retry backoff: it must fit in a transaction. */
   totalRetryBudgetMs(): number;
+  /** What the start check compares with the recorded topology (graph/fingerprint.ts); absent: no check. */
+  fingerprint?(partitions: ReadonlyMap<string, number>): TopologyFingerprint;
 }
 
 export interface RuntimeTopic {
@@ -106,6 +109,7 @@ export function runtimeTopology(compiled: TaskPlan & Omit<RuntimeTopology, 'crea
     serdeUsages: () => compiled.serdeUsages(),
     resolvePartitions: (sourcePartitions) => compiled.resolvePartitions(sourcePartitions),
     totalRetryBudgetMs: () => compiled.totalRetryBudgetMs(),
+    fingerprint: (partitions) => fingerprintOf(compiled, partitions),
     createTask: (subtopologyId, partition, opts) => createTask(compiled, subtopologyId, partition, opts),
   };
 }

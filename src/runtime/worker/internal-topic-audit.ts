@@ -20,6 +20,9 @@ export class InternalTopicConfigError extends OnceflowError {
   }
 }
 
+/** What the audit reads of a topic: the topology's internal topics, and the application's topology record. */
+export type AuditedTopic = Pick<RuntimeTopic, 'name' | 'internal' | 'config'>;
+
 export interface ConfigCorrection {
   readonly topic: string;
   readonly setting: string;
@@ -29,7 +32,7 @@ export interface ConfigCorrection {
 }
 
 /** What must change on each existing internal topic so that it keeps what the application has not read yet. */
-export function unsafeSettings(topics: readonly RuntimeTopic[], described: ReadonlyMap<string, ReadonlyMap<string, string>>): ConfigCorrection[] {
+export function unsafeSettings(topics: readonly AuditedTopic[], described: ReadonlyMap<string, ReadonlyMap<string, string>>): ConfigCorrection[] {
   const out: ConfigCorrection[] = [];
   for (const t of topics) {
     for (const [setting, wanted] of Object.entries(t.config ?? {})) {
@@ -55,7 +58,7 @@ function sameSetting(setting: string, actual: string, wanted: string): boolean {
  * cannot be spoken to at all (TLS, SASL) the topics are named in a warning instead: every restart of
  * a secured deployment would otherwise fail, and topics this version created carry the configs already.
  */
-export async function auditInternalTopics(existing: readonly RuntimeTopic[], access: TopicConfigAccess | string | undefined, emit: (e: WorkerEvent) => void): Promise<void> {
+export async function auditInternalTopics(existing: readonly AuditedTopic[], access: TopicConfigAccess | string | undefined, emit: (e: WorkerEvent) => void): Promise<void> {
   const held = existing.filter((t) => t.internal && Object.keys(t.config ?? {}).some((s) => DATA_SAFETY_SETTINGS.includes(s)));
   if (held.length === 0) return;
   if (access === undefined || typeof access === 'string') {

@@ -17,12 +17,24 @@ import type { WorkerServices } from '../base/worker-services.ts';
 import { publishEndpoint } from '../queries/endpoints.ts';
 import { refuseLiveNamesake, type NamesakeCheck } from '../transaction/instance-guard.ts';
 import { prepareTopics } from './worker-setup.ts';
+import { checkUpgrade, type UpgradeGuardParts } from './upgrade-guard.ts';
+import type { RecordedTopology } from '../../kafka/topology-record.ts';
 
 export interface StartupParts {
   readonly topology: RuntimeTopology;
   readonly config: ResolvedWorkerConfig;
   readonly clients: ClientSupplier;
   readonly emit: (event: WorkerEvent) => void;
+  /** Stores whose state a topology change may drop (`run --reset-state`): worker/upgrade-guard.ts. */
+  readonly resetStores?: ReadonlySet<string>;
+}
+
+/** The upgrade check's parts, when the client supplier can reach the topology record and the topology has a fingerprint. */
+function upgradeGuardParts({ topology, config, clients, emit, resetStores }: StartupParts, services: WorkerServices): UpgradeGuardParts | undefined {
+  const records = clients.topologyRecord?.(config.bootstrap, config.appId, config.kafka);
+  const fingerprint = topology.fingerprint?.bind(topology);
+  if (records === undefined || fingerprint === undefined) return undefined;
+  return { config, transactionalId: services.transactionalId, records, topicConfigs: clients.topicConfigs?.(config.bootstrap, config.kafka), fingerprint, resetStores: resetStores ?? new Set(), emit };
 }
 
 /**
@@ -30,17 +42,21 @@ export interface StartupParts {
  * clients have been seen to crash the process on teardown, admin.ts), then publishes this replica's
  * query endpoint. Returns the partition count of every topic the application uses.
  */
-export async function prepareCluster({ topology, config, clients }: StartupParts, services: WorkerServices, namesake: NamesakeCheck): Promise<Map<string, number>> {
+export async function prepareCluster(parts: StartupParts, services: WorkerServices, namesake: NamesakeCheck): Promise<Map<string, number>> {
+  const { topology, config, clients } = parts;
+  const guard = upgradeGuardParts(parts, services);
+  let record: RecordedTopology | undefined;
   const partitions = await clients.withAdmin(
     config.bootstrap,
     async (admin) => {
-      const counts = await prepareTopics(admin, topology, services);
+      const counts = await prepareTopics(admin, topology, services, guard && (async (planned) => void (record = await checkUpgrade(guard, planned))));
       // Before this worker's producer exists: its initTransactions would fence a live namesake mid-work.
       await refuseLiveNamesake(admin, namesake);
       return counts;
     },
     config.kafka,
   );
+  if (record !== undefined) await guard?.records.write(record);
   if (config.advertisedUrl !== undefined) {
     await publishEndpoint({ bootstrap: config.bootstrap, kafka: config.kafka, withAdmin: clients.withAdmin }, config.appId, {
       clientId: String(services.clientConfig()['client.id']),

@@ -18,14 +18,22 @@ import type { RuntimeTopology } from '../task/worker-topology.ts';
  * worker's services, holds those that already existed to the same configs (internal-topic-audit.ts);
  * returns the partition count of every topic the application uses.
  */
-export async function prepareTopics(admin: AdminClient, topology: RuntimeTopology, services?: Pick<WorkerServices, 'config' | 'clients' | 'emit'>): Promise<Map<string, number>> {
+export async function prepareTopics(
+  admin: AdminClient,
+  topology: RuntimeTopology,
+  services?: Pick<WorkerServices, 'config' | 'clients' | 'emit'>,
+  /** Runs once the partition counts are planned, before any internal topic is created (the upgrade check). */
+  beforeCreate?: (partitions: ReadonlyMap<string, number>) => Promise<void>,
+): Promise<Map<string, number>> {
   const userSources = topology.topics.filter((t) => t.kind === 'source' && !t.internal).map((t) => t.name);
   // With auto-creation off (the broker default in production) a produce to a missing topic only
   // times out inside the transaction, which then aborts on every replay: say so at start instead.
   const userOutputs = topology.topics.filter((t) => (t.kind === 'sink' || t.kind === 'dead-letter') && !t.internal).map((t) => t.name);
   await requireTopics(admin, { source: userSources, output: userOutputs }, services?.config.kafka);
   const counts = await fetchPartitionCounts(admin, userSources);
-  const internal = topology.resolvePartitions(counts).topics.filter((t) => t.internal);
+  const planned = topology.resolvePartitions(counts).topics;
+  await beforeCreate?.(new Map(planned.filter((t) => t.partitions !== undefined).map((t) => [t.name, t.partitions!] as const)));
+  const internal = planned.filter((t) => t.internal);
   const specs: TopicSpec[] = internal.map((t) => ({ name: t.name, partitions: t.partitions ?? 1, compact: t.cleanupPolicy === 'compact', ...(t.config ? { config: t.config } : {}) }));
   const created = new Set(await ensureTopics(admin, specs));
   if (services !== undefined) {

@@ -33,6 +33,11 @@ export interface WorkerOptions {
    * loads. Without it (a topology built in-process), the main thread runs every stage.
    */
   readonly processingThread?: { readonly spawn: ThreadSpawner; readonly file: string };
+  /**
+   * Stores whose state may be dropped for a topology change the start check finds (`run --reset-state`):
+   * only a change that needs it resets one (worker/upgrade-guard.ts).
+   */
+  readonly resetStores?: readonly string[];
 }
 
 /**
@@ -66,6 +71,7 @@ export class Worker extends EventEmitter {
   /** Three transaction timeouts, at least 30 s: longer than any one Kafka call of the loop may take. */
   private readonly watch: LoopWatch;
   private readonly threadOption: WorkerOptions['processingThread'];
+  private readonly resetStores: ReadonlySet<string>;
   private threads: ThreadPool | undefined;
   /** Reads of the stores' committed state, here or (through the group) on the replica that owns a key. */
   readonly queries: InteractiveQueries;
@@ -79,6 +85,7 @@ export class Worker extends EventEmitter {
     this.config = { ...parsed, instanceId: parsed.instanceId ?? this.instanceClaim!.instanceId };
     this.clients = options.clients ?? kafkaClients;
     this.threadOption = options.processingThread;
+    this.resetStores = new Set(options.resetStores ?? []);
     const onTransition = (t: Transition): void => void this.emit('transition', t);
     this.lifecycle = new StateMachine('worker', 'CREATED', WORKER_TRANSITIONS, onTransition);
     this.watch = new LoopWatch(Math.max(30_000, 3 * this.config.transactionTimeoutMs), (stall) => this.emit('event', { type: 'loop-stalled', ...stall } satisfies WorkerEvent));
@@ -146,7 +153,7 @@ export class Worker extends EventEmitter {
 
   private async connectAndRun(): Promise<void> {
     const { tasks, output, globalTables, rebalances } = this.parts;
-    const startup = { topology: this.topology, config: this.config, clients: this.clients, emit: (e: WorkerEvent) => void this.emit('event', e) };
+    const startup = { topology: this.topology, config: this.config, clients: this.clients, emit: (e: WorkerEvent) => void this.emit('event', e), resetStores: this.resetStores };
     checkRetryBudget(this.topology, this.config);
     await tasks.loadStateStore();
     this.partitionsByTopic = await prepareCluster(startup, this.services, {
