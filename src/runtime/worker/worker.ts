@@ -141,6 +141,8 @@ export class Worker extends EventEmitter {
       await this.threads?.close();
       this.threads = undefined;
       this.parts.tasks.useHost(undefined);
+      await this.services.tracer?.shutdown();
+      this.services.tracer = null;
       throw e;
     }
   }
