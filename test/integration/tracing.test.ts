@@ -49,14 +49,18 @@ test('orders on the real broker: a record\'s three sub-topologies are one trace,
   const { repartition, deadLetter } = await r.internalTopics();
   assert.equal(repartition.length, 2, 'orders repartitions twice');
   const byId = (id: string | undefined): ReceivedSpan | undefined => receiver.spans.find((s) => s.spanId === id);
-  // The aggregate's sub-topology reads the second repartition topic; its spans lead back through the first to the input.
+  const commitOf = (span: ReceivedSpan): ReceivedSpan | undefined =>
+    receiver.spans.find((c) => c.name === 'onceflow.transaction.commit' && (c.parentSpanId === span.spanId || c.links.some((l) => l.spanId === span.spanId)));
+  // The aggregate's sub-topology reads the second repartition topic; its spans lead back through the first to
+  // the input. Spans arrive in several export requests, so the wait is for a chain whose commits arrived too.
   const lastHop = (): ReceivedSpan | undefined =>
     receiver.spans.find((s) => {
       if (!repartition.some((topic) => s.name === `process ${topic}`)) return false;
       const middle = byId(s.parentSpanId);
-      return middle !== undefined && middle.name !== s.name && repartition.some((topic) => middle.name === `process ${topic}`) && byId(middle.parentSpanId)?.name === `process ${r.input}`;
+      const start = byId(middle?.parentSpanId);
+      return middle !== undefined && middle.name !== s.name && repartition.some((topic) => middle.name === `process ${topic}`) && start?.name === `process ${r.input}` && [s, middle, start].every((hop) => commitOf(hop) !== undefined);
     });
-  await eventually(() => lastHop() !== undefined && receiver.spans.some((s) => s.name === `dead-letter ${deadLetter}`), 120_000, 'a record traced through both repartitions, and a dead-letter span');
+  await eventually(() => lastHop() !== undefined && receiver.spans.some((s) => s.name === `dead-letter ${deadLetter}`), 120_000, 'a record traced through both repartitions with its commits, and a dead-letter span');
 
   const third = lastHop()!;
   const second = byId(third.parentSpanId)!;
@@ -71,9 +75,8 @@ test('orders on the real broker: a record\'s three sub-topologies are one trace,
   }
 
   // Each hop's transaction commit: a span whose parent or links name the record's span, with its outcome.
-  const commits = receiver.spans.filter((s) => s.name === 'onceflow.transaction.commit');
   for (const span of [first, second, third]) {
-    const commit = commits.find((c) => c.parentSpanId === span.spanId || c.links.some((l) => l.spanId === span.spanId));
+    const commit = commitOf(span);
     assert.ok(commit, `a commit span for ${span.name}`);
     assert.equal(commit.attributes['onceflow.transaction.outcome'], 'committed');
     assert.ok(Number(commit.attributes['onceflow.transaction.records']) >= 1);
