@@ -28,6 +28,7 @@ import { GroupOffsets } from '../src/kafka/group-offsets.ts';
 import { CONTENDERS, DEFAULT_CONTENDERS, PIPELINES, ensureKafkaStreamsPeer, factsOf, launchSpec, onceflowTopologyFile, runsOnceflow, type BenchPipeline, type ContenderName } from './lib/contenders.ts';
 import { inputFor, modelFor, probeRecord } from './lib/models.ts';
 import { compareFinals, finalsKey } from './lib/agreement.ts';
+import { startTraceReceiver, TRACING_CONTENDERS, TRACING_PIPELINES } from './lib/tracing.ts';
 import { summarize, renderTable, renderSvg, updateReadme, type RunResult, type BenchResults } from './lib/report.ts';
 
 const { values: flags } = parseArgs({
@@ -46,6 +47,7 @@ const { values: flags } = parseArgs({
     'sweep-pipelines': { type: 'string' },
     baseline: { type: 'string' },
     label: { type: 'string' },
+    tracing: { type: 'boolean', default: false },
   },
   allowPositionals: false,
 });
@@ -63,10 +65,10 @@ const DEFAULT_RECORDS: Record<BenchPipeline, number> = { 'filter-map': 600_000, 
 const QUICK_RECORDS: Record<BenchPipeline, number> = { 'filter-map': 20_000, 'word-count': 1_500, orders: 4_000, 'word-count-8x1000': 3_000, 'customer-sum': 10_000 };
 
 const quick = flags.quick ?? false;
-const pipelinesToRun = (flags.pipelines?.split(',').map((s) => s.trim()).filter(Boolean) ?? [...PIPELINES]) as BenchPipeline[];
+const pipelinesToRun = (flags.pipelines?.split(',').map((s) => s.trim()).filter(Boolean) ?? [...(flags.tracing ? TRACING_PIPELINES : PIPELINES)]) as BenchPipeline[];
 for (const p of pipelinesToRun) if (!PIPELINES.includes(p)) throw new Error(`unknown pipeline ${p} (one of ${PIPELINES.join(', ')})`);
 if (flags.baseline !== undefined) process.env.ONCEFLOW_BENCH_BASELINE = resolve(flags.baseline);
-const defaultContenders: readonly ContenderName[] = flags.baseline !== undefined ? ['onceflow-eos', 'baseline-eos'] : DEFAULT_CONTENDERS;
+const defaultContenders: readonly ContenderName[] = flags.baseline !== undefined ? ['onceflow-eos', 'baseline-eos'] : flags.tracing ? TRACING_CONTENDERS : DEFAULT_CONTENDERS;
 let contenders = (flags.contenders?.split(',').map((s) => s.trim()).filter(Boolean) ?? [...defaultContenders]) as ContenderName[];
 for (const c of contenders) if (!CONTENDERS.includes(c)) throw new Error(`unknown contender ${c} (one of ${CONTENDERS.join(', ')})`);
 const rounds = Number(flags.rounds ?? 2);
@@ -84,10 +86,11 @@ const SWEEP_MS = [10, 100, 1000];
 
 const tag = `${Date.now().toString(36)}`;
 // An A/B against a baseline checkout is not the day's standing against the peers: its own files, and the README's table stays.
-const suffix = [flags.label, flags.baseline !== undefined ? 'baseline' : undefined, quick ? 'quick' : undefined].filter(Boolean).map((s) => `-${s}`).join('');
+const suffix = [flags.label, flags.baseline !== undefined ? 'baseline' : undefined, flags.tracing ? 'tracing' : undefined, quick ? 'quick' : undefined].filter(Boolean).map((s) => `-${s}`).join('');
 const jsonFile = join('bench', 'results', `${new Date().toISOString().slice(0, 10)}${suffix}.json`);
 const tmpDir = join('bench', 'results', 'tmp', tag);
 mkdirSync(tmpDir, { recursive: true });
+if (flags.tracing) await startTraceReceiver();
 
 let clusterDir: string | undefined;
 let bootstrap = flags.bootstrap;
@@ -211,7 +214,7 @@ function writeResults(partial: boolean): void {
   if (flags.json && flags.json !== jsonFile) writeFileSync(flags.json, `${JSON.stringify(out, null, 2)}\n`);
   const svgFile = jsonFile.replace(/\.json$/, '.svg');
   writeFileSync(svgFile, renderSvg(out));
-  if (flags.baseline === undefined) updateReadme(join('bench', 'README.md'), out, jsonFile, svgFile);
+  if (flags.baseline === undefined && !flags.tracing) updateReadme(join('bench', 'README.md'), out, jsonFile, svgFile);
   process.stdout.write(`${renderTable(out)}\n\nresults: ${jsonFile}\nchart:   ${svgFile}\n`);
 }
 

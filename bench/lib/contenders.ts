@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { tracingEnv } from './tracing.ts';
 
 /** What runs a contender: onceflow (this checkout or --baseline's), the Kafka Streams peer, or the copy loop. */
 export type ContenderKind = 'onceflow' | 'baseline' | 'kafka-streams' | 'limit';
@@ -11,6 +12,8 @@ export interface ContenderFacts {
   readonly guarantee?: 'exactly_once' | 'at_least_once';
   /** onceflow's --threads or Kafka Streams' num.stream.threads; absent = the contender's default (onceflow: config `threads`, 1). */
   readonly threads?: number;
+  /** onceflow with tracing on at this sampling ratio, exporting to the bench's in-process receiver (bench/lib/tracing.ts). */
+  readonly tracing?: number;
 }
 
 /** The facts about every contender, in report order. */
@@ -23,6 +26,8 @@ export const CONTENDER_FACTS = {
   'kafka-streams-eos': { kind: 'kafka-streams' },
   'kafka-streams-eos-2t': { kind: 'kafka-streams', threads: 2 },
   limit: { kind: 'limit' },
+  'onceflow-eos-trace1pct': { kind: 'onceflow', guarantee: 'exactly_once', tracing: 0.01 },
+  'onceflow-eos-trace100pct': { kind: 'onceflow', guarantee: 'exactly_once', tracing: 1 },
 } as const satisfies Record<string, ContenderFacts>;
 
 export type ContenderName = keyof typeof CONTENDER_FACTS;
@@ -143,7 +148,7 @@ function onceflowLaunch(facts: ContenderFacts, t: RunTarget): LaunchSpec {
       '--no-typecheck',
       // Both record caches at their defaults (10 MiB each: statestore.cache.max.bytes, cacheMaxBytes).
     ],
-    env: { ONCEFLOW_BOOTSTRAP: t.bootstrap, ...topicEnv(t.pipeline, t.input, t.output) },
+    env: { ONCEFLOW_BOOTSTRAP: t.bootstrap, ...topicEnv(t.pipeline, t.input, t.output), ...(facts.tracing === undefined ? {} : tracingEnv(facts.tracing)) },
   };
 }
 

@@ -177,6 +177,8 @@ const COLORS: Record<ContenderName, string> = {
   'kafka-streams-eos': '#dd6b20',
   'kafka-streams-eos-2t': '#9c4221',
   limit: '#718096',
+  'onceflow-eos-trace1pct': '#38a169',
+  'onceflow-eos-trace100pct': '#22543d',
 };
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { extname } from 'node:path';
 import { OnceflowError } from '../errors.ts';
+import { tracingFromOtelEnv } from '../observability/tracing/otel-env.ts';
 import { parseWorkerConfig, type WorkerConfig, type WorkerConfigInput } from '../runtime/base/config.ts';
 
 type FieldKind = 'string' | 'number' | 'boolean' | 'map';
@@ -27,6 +28,7 @@ const FIELD_KINDS = {
   advertisedUrl: 'string',
   queryToken: 'string',
   kafka: 'map',
+  tracing: 'map',
   shutdownTimeoutMs: 'number',
   repartitionPurgeIntervalMs: 'number',
   cacheMaxBytes: 'number',
@@ -249,6 +251,13 @@ export function resolveConfigSources(sources: ConfigSourcesInput): ResolvedConfi
     }
   }
   if (Object.keys(kafka).length > 0) input.kafka = kafka;
+  // The OTEL_* variables over the file's section, field by field, as ONCEFLOW_* ones are over its fields.
+  const tracing = tracingFromOtelEnv(env);
+  if (tracing !== undefined) {
+    const fileTracing = file.tracing;
+    input.tracing = { ...(typeof fileTracing === 'object' && fileTracing !== null ? fileTracing : {}), ...tracing };
+    origin.tracing = 'env';
+  }
   return { input: input as WorkerConfigInput, origin, unknownEnv: unknownEnv.sort() };
 }
 

@@ -70,6 +70,8 @@ export interface EffectContext<K> {
   readonly attempt: number;
   /** The record's headers at this stage (onceflow's lineage header excluded). */
   readonly headers: RecordHeaders;
+  /** With tracing on, this call's span as a W3C `traceparent`, for the external service to continue the trace (an HTTP header); undefined when off. */
+  readonly traceparent?: string | undefined;
 }
 
 export interface EffectOptions<K, V> {

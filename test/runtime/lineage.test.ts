@@ -40,7 +40,7 @@ function harness() {
   const output = { produce, produceOutput: produce } as unknown as TransactionalOutput;
   const config = { ...parseWorkerConfig({ bootstrap: 'fake:1', appId: 'lineage', instanceId: 'i' }), instanceId: 'i' };
   const stats = {} as WorkerStats;
-  const context: WorkerServices = { config, transactionalId: 'lineage-i', stats, clients: kafkaClients, faults: noFaults, emit: () => undefined, clientConfig: () => ({}), consumer: () => undefined, step: () => undefined };
+  const context: WorkerServices = { config, transactionalId: 'lineage-i', stats, clients: kafkaClients, faults: noFaults, emit: () => undefined, clientConfig: () => ({}), consumer: () => undefined, step: () => undefined, tracer: null };
   return { produced, collector: new WorkerRecordCollector(context, output, new Set(), new Set(), () => 1) };
 }
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { projectRoot } from '../../src/kafka/paths.ts';
 
 const root = projectRoot();
-export const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string; dependencies: Record<string, string>; bin: Record<string, string> };
+export const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; version: string; dependencies: Record<string, string>; optionalDependencies?: Record<string, string>; bin: Record<string, string> };
 
 export interface PackResult {
   readonly filename: string;
@@ -34,7 +34,7 @@ export function scratchLockfile(packed: PackResult): object {
     requires: true,
     packages: {
       '': { name: 'scratch', dependencies: { [pkg.name]: `file:${packed.filename}` } },
-      [`node_modules/${pkg.name}`]: { version: pkg.version, resolved: `file:${packed.filename}`, integrity: packed.integrity, dependencies: pkg.dependencies, bin: pkg.bin },
+      [`node_modules/${pkg.name}`]: { version: pkg.version, resolved: `file:${packed.filename}`, integrity: packed.integrity, dependencies: pkg.dependencies, ...(pkg.optionalDependencies ? { optionalDependencies: pkg.optionalDependencies } : {}), bin: pkg.bin },
       ...Object.fromEntries(deps),
     },
   };

@@ -18,6 +18,29 @@ const kafkaName = /^[a-zA-Z0-9._-]+$/;
 /** Keys whose values never appear in logs, errors or `config print`. */
 export const SECRET_OPTION = /(password|secret|token|key\.pem|sasl\.jaas)/i;
 
+/** Samplers by their OTEL_TRACES_SAMPLER names; the ratio ones take `samplerArg`. */
+export const TRACES_SAMPLERS = ['parentbased_traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'traceidratio', 'always_on', 'always_off'] as const;
+
+/**
+ * OpenTelemetry traces (observability/tracing/): off unless this section is given (the CLI also fills
+ * it from the standard OTEL_* variables, cli/config-sources.ts). `endpoint` is the collector's base
+ * URL, as OTEL_EXPORTER_OTLP_ENDPOINT: the exporter posts to `<endpoint>/v1/traces`.
+ */
+export const tracingConfigSchema = z
+  .object({
+    exporter: z.enum(['otlp', 'console', 'none']).default('otlp'),
+    endpoint: z.string().url().default('http://localhost:4318'),
+    /** The exporter sends OTLP as JSON over HTTP: the one protocol its optional package speaks without protobuf. */
+    protocol: z.literal('http/json', { error: 'must be http/json (OTLP over HTTP with JSON bodies)' }).default('http/json'),
+    sampler: z.enum(TRACES_SAMPLERS).default('parentbased_traceidratio'),
+    /** The ratio of traces started here that are recorded, for the ratio samplers. */
+    samplerArg: z.number().min(0).max(1).default(1),
+    serviceName: z.string().min(1).optional(),
+  })
+  .strict();
+
+export type TracingConfig = z.output<typeof tracingConfigSchema>;
+
 export const workerConfigSchema = z
   .object({
     bootstrap: z
@@ -111,6 +134,7 @@ export const workerConfigSchema = z
       .min(16, 'must be at least 16 characters (a guessable token protects nothing; `openssl rand -hex 32` makes one)')
       .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces (it travels in an HTTP header)')
       .optional(),
+    tracing: tracingConfigSchema.optional(),
     /** Test-only: commit the consumer offsets outside the transaction, to prove the verifier catches it. */
     unsafeCommitOffsetsOutsideTransaction: z.boolean().default(false),
   })

@@ -12,6 +12,7 @@ import { TaskState } from './task-state.ts';
 import type { NodeFactories } from './node-factory.ts';
 import { type Step, isThenable } from './step.ts';
 import { RuntimeNode, type Spec } from './runtime-node.ts';
+import { callInSpan } from './effect-span.ts';
 
 export class SourceNode extends RuntimeNode {
   readonly #keySerde: Serde<unknown>;
@@ -211,7 +212,13 @@ export class EffectNode extends RuntimeNode {
       idempotencyKey = rec.index === undefined ? `${rec.topic}-${rec.partition}-${rec.offset}` : `${rec.topic}-${rec.partition}-${rec.offset}.${rec.index}`;
       if (this.#fanout > 0) idempotencyKey += `#${this.#fanout}`;
     }
-    const ectx: EffectContext<unknown> = { idempotencyKey, key, topic: rec.topic, partition: rec.partition, offset: rec.offset, timestamp: this.task.timestamp, attempt, headers: this.task.record.headers };
+    const tracer = this.task.env.tracer;
+    if (tracer !== null) {
+      const span = tracer.effectStarted(this.name, rec);
+      const traced: EffectContext<unknown> = { idempotencyKey, key, topic: rec.topic, partition: rec.partition, offset: rec.offset, timestamp: this.task.timestamp, attempt, headers: this.task.record.headers, traceparent: span.traceparent };
+      return callInSpan(span, () => this.#spec.fn(key, value, traced), () => this.forward(key, value));
+    }
+    const ectx: EffectContext<unknown> = { idempotencyKey, key, topic: rec.topic, partition: rec.partition, offset: rec.offset, timestamp: this.task.timestamp, attempt, headers: this.task.record.headers, traceparent: undefined };
     const p = this.#spec.fn(key, value, ectx);
     if (!isThenable(p)) return this.forward(key, value);
     return Promise.resolve(p).then(() => this.forward(key, value));

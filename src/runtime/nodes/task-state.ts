@@ -1,5 +1,6 @@
 // What every stage of a task shares: the record in flight, stream time, what the record emitted,
 // how a failed stage call is retried or dead-lettered. The stages themselves are RuntimeNodes (runtime-node.ts).
+import type { RecordTracer } from '../../observability/tracing/port.ts';
 import type { RetryPolicy } from '../../dsl/types.ts';
 import type { IncomingRecord, OutgoingRecord, RecordHeader, RecordOrigin } from '../../core/records.ts';
 import type { CacheBudget, RecordCache, CachedResult } from './record-cache.ts';
@@ -44,6 +45,8 @@ export interface TaskEnvironment {
   readonly globalRows?: (store: string) => { row(key: unknown): unknown } | undefined;
   /** Told of each record a windowed aggregate drops as too late (the worker logs them, rate-limited). */
   readonly onLateRecord?: ((late: LateRecord) => void) | undefined;
+  /** The worker's tracer (observability/tracing/): effect stages give their calls a span. Null when tracing is off. */
+  readonly tracer: RecordTracer | null;
 }
 
 /** A record behind the grace period of every window it belongs to. */

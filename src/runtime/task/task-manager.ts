@@ -187,7 +187,7 @@ export class TaskManager {
           .map((q) => streamTimes.get(partitionKey(q.topic, q.partition)))
           .filter((t): t is number => t !== undefined);
         const initialStreamTime = resumed.length > 0 ? Math.max(...resumed) : undefined;
-        const timeOption = { recordLimits: this.recordLimits, onLateRecord: this.onLateRecord, ...(this.globalRows ? { globalRows: this.globalRows } : {}), ...(initialStreamTime !== undefined ? { initialStreamTime } : {}) };
+        const timeOption = { recordLimits: this.recordLimits, onLateRecord: this.onLateRecord, tracer: this.services.tracer, ...(this.globalRows ? { globalRows: this.globalRows } : {}), ...(initialStreamTime !== undefined ? { initialStreamTime } : {}) };
         const hosted = this.persistentState ? undefined : this.host?.host(sub, p.partition, initialStreamTime);
         if (hosted !== undefined) {
           task = hosted;

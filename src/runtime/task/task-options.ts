@@ -30,6 +30,8 @@ export interface TaskOptions {
   readonly globalRows?: (store: string) => { row(key: unknown): unknown } | undefined;
   /** Told of each record a windowed aggregate drops as too late. */
   readonly onLateRecord?: TaskEnvironment['onLateRecord'];
+  /** The worker's tracer; default none. */
+  readonly tracer?: TaskEnvironment['tracer'];
 }
 
 const realSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -47,6 +49,7 @@ export function taskEnvironment(plan: TaskPlan, opts: TaskOptions): TaskEnvironm
     recordLimits: opts.recordLimits ?? new RecordSizeLimits(),
     ...(opts.globalRows ? { globalRows: opts.globalRows } : {}),
     onLateRecord: opts.onLateRecord,
+    tracer: opts.tracer ?? null,
   };
 }
 

@@ -93,7 +93,9 @@ export class TransactionDriver {
     const started = Date.now();
     const records = this.records;
     this.services.step('commit');
+    const span = this.services.tracer?.commitStarted(records);
     const outcome = await this.output.commit({ offsets: this.offsetsToCommit(), consumer, prepare: () => this.tasks.prepareCommit(this.collector.commitCollector) });
+    span?.end(outcome.committed ? 'committed' : outcome.failure.kind === 'replace' && isFatalOrFencing(outcome.failure.error) ? 'fenced' : 'aborted');
     if (!outcome.committed) {
       await this.recover(outcome.failure);
       return;
@@ -182,6 +184,7 @@ export class TransactionDriver {
   /** Roll the tasks back to their last commit and put every owned partition back at its committed offset. */
   private async rewind(reason: string): Promise<void> {
     this.tasks.rolledBack();
+    this.services.tracer?.rolledBack();
     this.progress.unsettle(this.tasks.ownedPartitions());
     this.services.stats.transactionsAborted++;
     this.services.emit({ type: 'aborted', reason });

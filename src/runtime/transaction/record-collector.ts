@@ -108,6 +108,8 @@ export class WorkerRecordCollector {
    * beside the input record it stands for: where its timestamp defaults from and a dead letter was read.
    */
   sendResolved(r: OutgoingRecord, lineageValue: string, origin: OriginRecord): void {
+    const tracer = this.services.tracer;
+    if (tracer !== null) r = tracer.traced(r, lineageValue, origin, this.deadLetterTopics.has(r.topic));
     if (this.repartitionTopics.has(r.topic)) {
       this.output.produceBatched(r.topic, r.partition ?? this.partitionOf(r.topic, r.key), {
         key: r.key,

@@ -100,6 +100,7 @@ export class Worker extends EventEmitter {
       clientConfig: () => ({ 'bootstrap.servers': this.config.bootstrap, 'client.id': txnId, ...this.config.kafka }),
       consumer: () => this.consumer,
       step: (name) => this.watch.enter(name),
+      tracer: null,
     });
     this.parts = wireWorker({
       topology: this.topology,
@@ -147,6 +148,8 @@ export class Worker extends EventEmitter {
       await this.threads?.close();
       this.threads = undefined;
       this.parts.tasks.useHost(undefined);
+      await this.services.tracer?.shutdown();
+      this.services.tracer = null;
       throw e;
     }
   }
@@ -164,6 +167,9 @@ export class Worker extends EventEmitter {
     });
     tasks.recordLimits = await learnRecordLimits(startup, output);
     await prepareSerdes(this.topology, this.config);
+    const tracing = this.config.tracing;
+    // Loaded only for a worker that traces: the SDK is an optional dependency.
+    if (tracing !== undefined) this.services.tracer ??= await (await import('../../observability/tracing/start.ts')).startTracing(tracing, { name: this.config.appId, instanceId: this.config.instanceId });
     // After the main thread's prepare: a registry that cannot be reached fails the start there, once.
     this.threads = await startProcessingThreads(startup, this.threadOption, tasks.recordLimits, {
       stores: this.topology.stores ?? new Map(),
@@ -249,6 +255,8 @@ export class Worker extends EventEmitter {
     await globalTables.close();
     await transaction.close();
     await output.close();
+    await this.services.tracer?.shutdown();
+    this.services.tracer = null;
     this.consumer = undefined;
     await this.lagLookup?.close();
     this.lagLookup = undefined;
