@@ -23,6 +23,7 @@ const FIELD_KINDS = {
   maxPollIntervalMs: 'number',
   maxTaskIdleMs: 'number',
   sessionTimeoutMs: 'number',
+  groupProtocol: 'string',
   registryUrl: 'string',
   advertisedUrl: 'string',
   kafka: 'map',
