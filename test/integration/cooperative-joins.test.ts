@@ -31,7 +31,7 @@ function owned(events: readonly WorkerEventLine[], until = events.length): Set<s
 }
 
 /** An enrichment app on its own topics, its replicas, and the check that every order came out joined exactly once. */
-async function enrichmentRun() {
+async function enrichmentRun(extraEnv: Readonly<Record<string, string>> = {}) {
   const { bootstrap } = testCluster();
   const t = { orders: uniqueName('orders'), customers: uniqueName('customers'), enriched: uniqueName('enriched'), totals: uniqueName('totals') };
   const appId = uniqueName('app-coop');
@@ -44,6 +44,7 @@ async function enrichmentRun() {
     ONCEFLOW_ENRICH_TOTALS: t.totals,
     ONCEFLOW_COMMIT_INTERVAL_MS: '50',
     ONCEFLOW_SESSION_TIMEOUT_MS: '6000',
+    ...extraEnv,
   };
   const compiled = compile(enrichmentTopology(t), { appId });
   const repartition = compiled.topics.filter((x) => x.kind === 'repartition').map((x) => x.name);
@@ -176,6 +177,36 @@ describe('a joining topology under the consumer group protocol (real broker)', {
       await run.caughtUp();
       const { duplicates, lost, wrong, examples } = await run.outcome();
       assert.deepEqual({ duplicates, lost, wrong }, { duplicates: 0, lost: 0, wrong: 0 }, examples.join('\n'));
+    } finally {
+      await run.stopAll();
+    }
+  });
+
+  test('a zombie (SIGSTOPped until the broker evicts it) under the consumer protocol: none of its later writes is visible, and it recovers', async () => {
+    const run = await enrichmentRun({ ONCEFLOW_SESSION_TIMEOUT_MS: '3000' });
+    try {
+      const a = run.start('a');
+      await run.settled(['a']);
+      await run.produceCustomers();
+      await run.caughtUp();
+      await run.produceOrders(600);
+      await a.waitFor((e) => e.type === 'committed', 60_000, 'a commit');
+      // Orders keep arriving so that A most likely has an open transaction when it freezes.
+      const feeding = run.produceOrders(1_000);
+      a.kill('SIGSTOP');
+      await feeding;
+      const b = run.start('b');
+      await run.settled(['b']);
+      await b.waitFor((e) => e.type === 'committed', 90_000, "B's first commit");
+      const eventsBefore = a.events.length;
+      a.kill('SIGCONT');
+      await run.produceOrders(600);
+      await a.waitFor((e) => a.events.indexOf(e) >= eventsBefore && ['fenced', 'aborted', 'revoked'].includes(e.type), 60_000, 'A noticing it was evicted');
+      await run.settled(['a', 'b']);
+      await run.caughtUp();
+      const { duplicates, lost, wrong, examples } = await run.outcome();
+      assert.deepEqual({ duplicates, lost, wrong }, { duplicates: 0, lost: 0, wrong: 0 }, examples.join('\n'));
+      assert.ok(a.alive, 'the zombie recovered instead of crashing');
     } finally {
       await run.stopAll();
     }
