@@ -24,6 +24,7 @@ const FIELD_KINDS = {
   maxPollIntervalMs: 'number',
   maxTaskIdleMs: 'number',
   sessionTimeoutMs: 'number',
+  groupProtocol: 'string',
   registryUrl: 'string',
   advertisedUrl: 'string',
   queryToken: 'string',

@@ -85,6 +85,12 @@ export function brokerProperties(opts: { brokerPort: number; controllerPort: num
     'group.initial.rebalance.delay.ms=0',
     // Lets tests evict a paused (zombie) member quickly.
     'group.min.session.timeout.ms=1000',
+    // The same for groups under the consumer protocol (KIP-848), whose session timeout the broker alone
+    // enforces (45 s by default, and no group may go below the minimum): a group sets its own within these.
+    'group.consumer.min.session.timeout.ms=1000',
+    'group.consumer.session.timeout.ms=10000',
+    'group.consumer.min.heartbeat.interval.ms=200',
+    'group.consumer.heartbeat.interval.ms=1000',
     'log.segment.bytes=67108864',
     // Every few seconds, as a busy production broker may: a record older than its topic's retention is
     // deleted soon after it is written, so a test of old (backfilled) timestamps sees what a user would.

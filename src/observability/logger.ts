@@ -232,6 +232,13 @@ export function attachLogging(worker: ObservedWorker, root: Logger, options: Log
       case 'store-reset':
         log.warn({ event: e.type, store: e.store, changelogs: e.changelogs, reason: e.reason }, `store ${e.store} reset (--reset-state) for: ${e.reason}`);
         break;
+      case 'group-protocol':
+        log.info({ event: e.type, protocol: e.protocol, assignor: e.assignor, reason: e.reason }, `consumer group protocol ${e.protocol}, assignor ${e.assignor}`);
+        break;
+      case 'group-session-timeout':
+        if (e.applied) log.info({ event: e.type, requestedMs: e.requestedMs }, "the group's session timeout is sessionTimeoutMs");
+        else log.warn({ event: e.type, requestedMs: e.requestedMs, reason: e.reason }, "the broker keeps its own session timeout for the group (its group.consumer.min.session.timeout.ms, 45 s by default, may be higher than sessionTimeoutMs): a dead worker's partitions wait that long: see docs/operations.md#rebalancing");
+        break;
       case 'repartition-purged':
         log.debug({ event: e.type, partitions: e.partitions }, 'consumed repartition records deleted');
         break;

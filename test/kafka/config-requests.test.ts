@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AlterConfigsError, incrementalAlterConfigsRequest, setTopicConfigs } from '../../src/kafka/alter-configs.ts';
+import { AlterConfigsError, GroupConfigsError, incrementalAlterConfigsRequest, setGroupConfigs, setTopicConfigs } from '../../src/kafka/alter-configs.ts';
+import { apiVersionsRequest, servesConsumerGroupProtocol } from '../../src/kafka/api-versions.ts';
 import { DescribeConfigsError, describeConfigsRequest, describeTopicConfigs } from '../../src/kafka/topic-configs.ts';
 import { frame, Reader } from '../../src/kafka/wire.ts';
 import { createTopics, testCluster, uniqueName } from '../support/cluster.ts';
@@ -81,4 +82,26 @@ test('on the test broker: a topic created with a 7-day retention is read, set to
   }
   assert.deepEqual(after, wanted);
   await assert.rejects(setTopicConfigs(bootstrap, topic, { 'cleanup.policy': 'shred' }), (e: unknown) => e instanceof AlterConfigsError && e.topic === topic && e.errorCode !== 0);
+});
+
+test('IncrementalAlterConfigs v0 for a consumer group names resource type 32 (GROUP)', () => {
+  const expected = sized(int16(44), int16(0), int32(1), str('c'), int32(1), int8(32), str('g'), int32(1), str('consumer.session.timeout.ms'), int8(0), str('6000'), int8(0));
+  assert.deepEqual(frame(incrementalAlterConfigsRequest('g', { 'consumer.session.timeout.ms': '6000' }, 'group'), 'c'), expected);
+});
+
+test('on the test broker: a group session timeout within the broker bounds is taken; one below its minimum is refused with the group named', async () => {
+  const { bootstrap } = testCluster();
+  const group = uniqueName('group-configs');
+  await setGroupConfigs(bootstrap, group, { 'consumer.session.timeout.ms': '6000', 'consumer.heartbeat.interval.ms': '1200' });
+  await assert.rejects(setGroupConfigs(bootstrap, group, { 'consumer.session.timeout.ms': '10' }), (e: unknown) => e instanceof GroupConfigsError && e.group === group && e.errorCode !== 0);
+});
+
+test('ApiVersions v2 has an empty body; its response is read as API key -> highest version', () => {
+  assert.deepEqual(frame(apiVersionsRequest(), 'c'), sized(int16(18), int16(2), int32(1), str('c')));
+  const response = Buffer.concat([int32(1), int16(0), int32(2), int16(18), int16(0), int16(4), int16(68), int16(0), int16(1), int32(0)]);
+  assert.deepEqual([...apiVersionsRequest().parse(new Reader(response).skipCorrelationId())], [[18, 4], [68, 1]]);
+});
+
+test('on the test broker (Kafka 4): ConsumerGroupHeartbeat is served, so the consumer protocol is there', async () => {
+  assert.equal(await servesConsumerGroupProtocol(testCluster().bootstrap), true);
 });

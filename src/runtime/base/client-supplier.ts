@@ -1,6 +1,7 @@
 import type { KafkaConsumer, Producer } from '@confluentinc/kafka-javascript';
 import { createAdmin, withAdmin, type AdminClient, type ClientOptions } from '../../kafka/admin.ts';
-import { setTopicConfigs } from '../../kafka/alter-configs.ts';
+import { setGroupConfigs, setTopicConfigs } from '../../kafka/alter-configs.ts';
+import { servesConsumerGroupProtocol } from '../../kafka/api-versions.ts';
 import { connectConsumer, connectProducer, type RdConfig } from '../../kafka/clients.ts';
 import { ReadableProbe } from '../../kafka/readable-probe.ts';
 import { kafkaTopologyRecord, type TopologyRecordAccess } from '../../kafka/topology-record.ts';
@@ -28,6 +29,11 @@ export interface ClientSupplier {
    * (internal-topic-audit.ts); returns why not where it cannot (a listener it cannot speak to).
    */
   topicConfigs?(bootstrap: string, kafka: ClientOptions): TopicConfigAccess | string;
+  /**
+   * Asks the broker whether it serves the KIP-848 consumer group protocol and sets a group's dynamic
+   * configs (runtime/worker/group-protocol.ts); returns why not where it cannot. Without it `auto` is classic.
+   */
+  groupProtocol?(bootstrap: string, kafka: ClientOptions): GroupProtocolAccess | string;
   /** Deletes records below given offsets (DeleteRecords), for the repartition purge; without it nothing is purged. */
   recordDeleter?(bootstrap: string, kafka: ClientOptions): RecordDeleter;
   /**
@@ -52,6 +58,13 @@ export interface TopicConfigAccess {
   set(topic: string, settings: Readonly<Record<string, string>>): Promise<void>;
 }
 
+export interface GroupProtocolAccess {
+  /** True when the broker serves KIP-848's ConsumerGroupHeartbeat (Kafka >= 4.0). */
+  servesConsumerProtocol(): Promise<boolean>;
+  /** Sets dynamic configs of one consumer group; throws the broker's refusal. */
+  setGroupConfigs(group: string, settings: Readonly<Record<string, string>>): Promise<void>;
+}
+
 export interface RecordDeleter {
   /** Deletes every record of each partition below its offset. */
   deleteBelow(partitions: readonly { readonly topic: string; readonly partition: number; readonly offset: number }[]): Promise<void>;
@@ -73,6 +86,14 @@ export const kafkaClients: ClientSupplier = {
     return {
       describe: (topics, configs) => describeTopicConfigs(bootstrap, topics, configs, { clientId }),
       set: (topic, settings) => setTopicConfigs(bootstrap, topic, settings, { clientId }),
+    };
+  },
+  groupProtocol: (bootstrap, kafka) => {
+    if (!canDescribeConfigs(kafka)) return `security.protocol ${String(kafka['security.protocol'])}: ApiVersions and IncrementalAlterConfigs are sent on plaintext listeners only`;
+    const clientId = String(kafka['client.id'] ?? 'onceflow');
+    return {
+      servesConsumerProtocol: () => servesConsumerGroupProtocol(bootstrap, { clientId }),
+      setGroupConfigs: (group, settings) => setGroupConfigs(bootstrap, group, settings, { clientId }),
     };
   },
   recordDeleter: (bootstrap, kafka) => adminRecordDeleter(bootstrap, kafka),

@@ -70,6 +70,13 @@ export const workerConfigSchema = z
      */
     maxTaskIdleMs: z.number().int().min(-1).max(600_000).default(0),
     sessionTimeoutMs: z.number().int().min(1_000).default(10_000),
+    /**
+     * The consumer group protocol (docs/operations.md, rebalancing). `consumer` (KIP-848, Kafka >= 4.0):
+     * the broker assigns, incrementally, and a joining topology keeps its tasks through a rebalance;
+     * `classic`: the client assigns, and a joining topology's rebalances revoke every task. `auto`: the
+     * consumer protocol for a joining topology where the broker serves it, classic otherwise.
+     */
+    groupProtocol: z.enum(['classic', 'consumer', 'auto']).default('auto'),
     registryUrl: z.string().url().optional(),
     /** librdkafka options passed through unchanged to every client (security, tuning). */
     kafka: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
@@ -150,7 +157,7 @@ export const workerConfigSchema = z
       ctx.addIssue({ code: 'custom', path: ['standbyReplicas'], message: `(${c.standbyReplicas}) needs stateStore: persistent (a warm copy is kept on disk, where the task finds it when it moves here)` });
     }
     for (const key of Object.keys(c.kafka)) {
-      if (['transactional.id', 'group.id', 'isolation.level', 'enable.auto.commit', 'bootstrap.servers'].includes(key)) {
+      if (['transactional.id', 'group.id', 'isolation.level', 'enable.auto.commit', 'bootstrap.servers', 'group.protocol'].includes(key)) {
         ctx.addIssue({ code: 'custom', path: ['kafka', key], message: 'is set by onceflow itself and cannot be overridden' });
       }
     }

@@ -116,6 +116,10 @@ export type WorkerEvent =
   | { type: 'repartition-purged'; partitions: number }
   /** A purge failed; the records stay until the next one (nothing is lost, the topic only grows for now). */
   | { type: 'repartition-purge-failed'; reason: string }
+  /** At start: the consumer group protocol and assignor the worker joins with, and why (group-protocol.ts). */
+  | { type: 'group-protocol'; protocol: 'classic' | 'consumer'; assignor: string; reason: string }
+  /** At start, under the consumer protocol: whether the group's session timeout is the worker's sessionTimeoutMs (the broker may refuse it: its minimum is 45 s by default). */
+  | { type: 'group-session-timeout'; requestedMs: number; applied: boolean; reason?: string }
   /** state: how the loop ended (absent from stand-ins that do not track it). */
   | { type: 'stopped'; state?: 'STOPPED' | 'FAILED' };
 

@@ -206,7 +206,7 @@ export class TaskManager {
     return fresh;
   }
 
-  /** A join's task runs only with partition N of every topic it reads (the range assignor gives them together). */
+  /** A join's task runs only with partition N of every topic it reads (either protocol's range assignor gives them together). */
   private requireWholeJoin(sub: number, partition: number, assigned: readonly PartitionRef[]): void {
     const group = this.topology.copartitionGroups?.find((g) => g.topics.some((t) => this.subtopologyOf.get(t) === sub));
     if (!group) return;

@@ -12,7 +12,12 @@ import { ERR, isKafkaError } from '../../kafka/clients.ts';
 export type TxnFailure = 'abortable' | 'fatal' | 'retriable' | 'unknown';
 
 const FENCING_CODES = new Set([ERR.ERR__FENCED, ERR.ERR_PRODUCER_FENCED, ERR.ERR_INVALID_PRODUCER_EPOCH, ERR.ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED]);
-const REBALANCE_CODES = new Set([ERR.ERR_ILLEGAL_GENERATION, ERR.ERR_UNKNOWN_MEMBER_ID, ERR.ERR_REBALANCE_IN_PROGRESS, ERR.ERR_FENCED_INSTANCE_ID]);
+/**
+ * The group no longer counts this member as the partitions' owner: under the classic protocol a stale
+ * generation, under the consumer protocol (KIP-848) a stale or fenced member epoch. The offsets are
+ * refused, so the transaction is aborted and the rebalance that follows hands the partitions on.
+ */
+const REBALANCE_CODES = new Set([ERR.ERR_ILLEGAL_GENERATION, ERR.ERR_UNKNOWN_MEMBER_ID, ERR.ERR_REBALANCE_IN_PROGRESS, ERR.ERR_FENCED_INSTANCE_ID, ERR.ERR_STALE_MEMBER_EPOCH, ERR.ERR_FENCED_MEMBER_EPOCH]);
 
 export function classifyTxnError(e: unknown): TxnFailure {
   if (!isKafkaError(e)) return 'unknown';

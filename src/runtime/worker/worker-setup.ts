@@ -7,6 +7,7 @@ import type { LagLookup } from '../base/client-supplier.ts';
 import type { ResolvedWorkerConfig } from '../base/config.ts';
 import { auditInternalTopics } from './internal-topic-audit.ts';
 import { checkTableSourceCompaction } from './table-source-check.ts';
+import { groupProtocolOptions, type GroupProtocol } from './group-protocol.ts';
 import { tableSourceTopics } from '../../graph/table-source-topics.ts';
 import { parsePartitionKey, type PartitionProgress, type PartitionRef } from '../base/partition-progress.ts';
 import type { PartitionLag } from '../base/worker-events.ts';
@@ -46,12 +47,10 @@ export async function prepareTopics(
 }
 
 /**
- * The worker's consumer: read_committed, offsets committed only by the worker, cooperative rebalancing.
- * With `copartitioned` (the topology joins) the range assignor instead: the cooperative-sticky one
- * may give partition N of a join's two inputs to two workers, and the join's task would see one side
- * only; range gives every member the same partition numbers of equally sized topics it subscribes to.
+ * The worker's consumer: read_committed, offsets committed only by the worker, and the group protocol
+ * group-protocol.ts chose (a joining topology needs partition N of each co-partitioned topic together).
  */
-export function consumerConfig(clientConfig: RdConfig, config: ResolvedWorkerConfig, onRebalance: (err: LibrdKafkaError, assignment: PartitionRef[]) => void, copartitioned = false): RdConfig {
+export function consumerConfig(clientConfig: RdConfig, config: ResolvedWorkerConfig, onRebalance: (err: LibrdKafkaError, assignment: PartitionRef[]) => void, protocol: GroupProtocol): RdConfig {
   return {
     ...clientConfig,
     'group.id': config.appId,
@@ -59,9 +58,7 @@ export function consumerConfig(clientConfig: RdConfig, config: ResolvedWorkerCon
     'enable.auto.commit': false,
     'enable.auto.offset.store': false,
     'auto.offset.reset': 'earliest',
-    'partition.assignment.strategy': copartitioned ? 'range' : 'cooperative-sticky',
-    'session.timeout.ms': config.sessionTimeoutMs,
-    'heartbeat.interval.ms': Math.max(100, Math.floor(config.sessionTimeoutMs / 5)),
+    ...groupProtocolOptions(protocol, config.sessionTimeoutMs),
     'max.poll.interval.ms': config.maxPollIntervalMs,
     'fetch.wait.max.ms': 20,
     'rebalance_cb': onRebalance,

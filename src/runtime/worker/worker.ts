@@ -15,6 +15,7 @@ import { runtimeTopology, type RuntimeTopology } from '../task/worker-topology.t
 import { newWorkerStats, type PartitionLag, type TopicRecordCount, type WorkerEvent, type WorkerStats } from '../base/worker-events.ts';
 import { LOOPING, WORKER_TRANSITIONS, type WorkerState } from './worker-state.ts';
 import { consumerConfig, partitionLag } from './worker-setup.ts';
+import { prepareGroupProtocol } from './group-protocol.ts';
 import type { BatchSource } from '../loop/batch-source.ts';
 import { checkRetryBudget, learnRecordLimits, prepareCluster, prepareSerdes, startProcessingThreads, subscribedConsumer } from './startup.ts';
 import type { InteractiveQueries } from '../queries/interactive-queries.ts';
@@ -179,7 +180,8 @@ export class Worker extends EventEmitter {
     if (this.config.stateStore === 'memory') tasks.useHost(this.threads);
     await globalTables.load({ ...this.services.clientConfig(), 'group.id': this.config.appId }, this.partitionsByTopic);
     await output.connect();
-    this.consumer = await subscribedConsumer(this.clients, this.topology, consumerConfig(this.services.clientConfig(), this.config, rebalances.onRebalance, (this.topology.copartitionGroups?.length ?? 0) > 0));
+    const protocol = await prepareGroupProtocol(this.config, (this.topology.copartitionGroups?.length ?? 0) > 0, this.clients, startup.emit);
+    this.consumer = await subscribedConsumer(this.clients, this.topology, consumerConfig(this.services.clientConfig(), this.config, rebalances.onRebalance, protocol));
     await this.parts.standby?.start();
     this.emit('event', { type: 'started', transactionalId: this.transactionalId } satisfies WorkerEvent);
     if (this.lifecycle.is('STARTING')) this.lifecycle.to('RUNNING', 'start');
