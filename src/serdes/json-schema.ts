@@ -1,21 +1,16 @@
-import { readFileSync } from 'node:fs';
 import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import formats from 'ajv-formats';
 import { JsonSchemaError } from './errors.ts';
+import { readSchemaFile } from './schema-file.ts';
 
 /** A JSON Schema as an object, as JSON text, or the path of a `.json` file (or a file URL). */
 export type JsonSchemaSource = object | string | URL;
 
 export function loadJsonSchema(source: JsonSchemaSource): object {
   if (source instanceof URL || (typeof source === 'string' && source.endsWith('.json') && !source.trimStart().startsWith('{'))) {
-    let text: string;
-    try {
-      text = readFileSync(source, 'utf8');
-    } catch (cause) {
-      throw new JsonSchemaError(`cannot read JSON Schema file ${String(source)}: ${(cause as Error).message}`, { cause });
-    }
+    const text = readSchemaFile(source, 'JSON', (message, cause) => new JsonSchemaError(message, { cause }));
     return parseSchema(text, String(source));
   }
   return typeof source === 'string' ? parseSchema(source, 'the inline JSON Schema') : source;

@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
 import protobuf from 'protobufjs';
 import descriptor from 'protobufjs/ext/descriptor/index.js';
 import { ProtobufSchemaError } from './errors.ts';
+import { readSchemaFile } from './schema-file.ts';
 
 /** A `.proto` file's text, or the path of a `.proto` file (or a file URL). */
 export type ProtobufSchemaSource = string | URL;
@@ -14,11 +14,7 @@ export interface ProtobufFile {
 
 export function loadProtobufText(source: ProtobufSchemaSource): string {
   if (source instanceof URL || (source.endsWith('.proto') && !source.includes('\n'))) {
-    try {
-      return readFileSync(source, 'utf8');
-    } catch (cause) {
-      throw new ProtobufSchemaError(`cannot read Protobuf schema file ${String(source)}: ${(cause as Error).message}`, { cause });
-    }
+    return readSchemaFile(source, 'Protobuf', (message, cause) => new ProtobufSchemaError(message, { cause }));
   }
   return source;
 }
