@@ -3,8 +3,9 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Agent } from 'node:http';
 import { JsonDeserializer, JsonSerializer, SchemaRegistryClient, SerdeType } from '@confluentinc/schemaregistry';
-import { JsonSchemaViolationError, SchemaIncompatibleError, registryJsonSchemaSerde, type Serde } from '../../src/serdes/index.ts';
+import { JsonSchemaViolationError, SchemaIncompatibleError, registryJsonSchemaSerde } from '../../src/serdes/index.ts';
 import { testCluster } from '../support/cluster.ts';
+import { readRecord } from '../support/serde-read.ts';
 
 const freshTopic = () => `serdes-json-it-${randomUUID()}`;
 
@@ -23,12 +24,6 @@ const v2 = { ...v1, properties: { ...v1.properties, status: { type: 'string', de
 // cents changes its type: v1 records no longer validate.
 const breaking = { ...v1, properties: { ...v1.properties, cents: { type: 'string' } } };
 
-async function read<T>(serde: Serde<T>, bytes: Buffer | null, ctx: { topic: string; role: 'value' }): Promise<T> {
-  const p = serde.resolve?.(bytes, ctx) ?? null;
-  if (p !== null) await p;
-  return serde.deserialize(bytes, ctx);
-}
-
 test('JSON Schema round trip and evolution through the registry; a changed property type is SCHEMA_INCOMPATIBLE', async () => {
   const { registryUrl } = testCluster();
   const ctx = { topic: freshTopic(), role: 'value' } as const;
@@ -37,11 +32,11 @@ test('JSON Schema round trip and evolution through the registry; a changed prope
   const old = writer.serialize({ orderId: 'o-1', cents: 5 }, ctx)!;
   const fresh = registryJsonSchemaSerde<{ orderId: string; cents: number }>({ schema: v1 });
   await fresh.prepare?.({ topic: freshTopic(), role: 'value' }, { registryUrl });
-  assert.deepEqual(await read(fresh, old, ctx), { orderId: 'o-1', cents: 5 });
+  assert.deepEqual(await readRecord(fresh, old, ctx), { orderId: 'o-1', cents: 5 });
 
   const reader = registryJsonSchemaSerde<{ orderId: string; cents: number; status: string }>({ schema: v2 });
   await reader.prepare?.(ctx, { registryUrl });
-  assert.deepEqual(await read(reader, old, ctx), { orderId: 'o-1', cents: 5, status: 'NEW' });
+  assert.deepEqual(await readRecord(reader, old, ctx), { orderId: 'o-1', cents: 5, status: 'NEW' });
   const newer = reader.serialize({ orderId: 'o-2', cents: 6, status: 'PAID' }, ctx)!;
   assert.notEqual(newer.readUInt32BE(1), old.readUInt32BE(1));
 
@@ -49,7 +44,7 @@ test('JSON Schema round trip and evolution through the registry; a changed prope
   // Registered elsewhere, the breaking schema reads a v1 record only to refuse it.
   const strict = registryJsonSchemaSerde<object>({ schema: breaking });
   await strict.prepare?.({ topic: freshTopic(), role: 'value' }, { registryUrl });
-  await assert.rejects(read(strict, old, ctx), (e: unknown) => e instanceof JsonSchemaViolationError && e.paths.join() === '/cents must be string');
+  await assert.rejects(readRecord(strict, old, ctx), (e: unknown) => e instanceof JsonSchemaViolationError && e.paths.join() === '/cents must be string');
 });
 
 test('interop with @confluentinc/schemaregistry JsonSerializer/JsonDeserializer, both ways', async () => {
@@ -65,7 +60,7 @@ test('interop with @confluentinc/schemaregistry JsonSerializer/JsonDeserializer,
 
   const fromThem = await theirSer.serialize(topic, { orderId: 'c-1', cents: 7 });
   assert.equal(fromThem[0], 0);
-  assert.deepEqual(await read(ours, fromThem, ctx), { orderId: 'c-1', cents: 7 });
+  assert.deepEqual(await readRecord(ours, fromThem, ctx), { orderId: 'c-1', cents: 7 });
   const fromUs = ours.serialize({ orderId: 'o-1', cents: 8 }, ctx)!;
   assert.deepEqual(await theirDe.deserialize(topic, fromUs), { orderId: 'o-1', cents: 8 });
 });

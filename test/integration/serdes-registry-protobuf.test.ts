@@ -7,8 +7,9 @@ import { FileDescriptorProtoSchema, FieldDescriptorProto_Label, FieldDescriptorP
 import { ProtobufDeserializer, ProtobufSerializer, SchemaRegistryClient, SerdeType, type SchemaInfo } from '@confluentinc/schemaregistry';
 import protobuf from 'protobufjs';
 import descriptorTypes from 'protobufjs/ext/descriptor/index.js';
-import { SchemaIncompatibleError, SchemaNotRegisteredError, registryProtobufSerde, type Serde } from '../../src/serdes/index.ts';
+import { SchemaIncompatibleError, SchemaNotRegisteredError, registryProtobufSerde } from '../../src/serdes/index.ts';
 import { testCluster } from '../support/cluster.ts';
+import { readRecord } from '../support/serde-read.ts';
 
 const freshTopic = () => `serdes-pb-it-${randomUUID()}`;
 
@@ -56,12 +57,6 @@ class SerializedFormatFix extends SchemaRegistryClient {
   }
 }
 
-async function read<T>(serde: Serde<T>, bytes: Buffer | null, ctx: { topic: string; role: 'value' }): Promise<T> {
-  const p = serde.resolve?.(bytes, ctx) ?? null;
-  if (p !== null) await p;
-  return serde.deserialize(bytes, ctx);
-}
-
 test('Protobuf round trip through the registry: a fresh serde fetches the writer schema', async () => {
   const { registryUrl } = testCluster();
   const ctx = { topic: freshTopic(), role: 'value' } as const;
@@ -72,7 +67,7 @@ test('Protobuf round trip through the registry: a fresh serde fetches the writer
   assert.deepEqual([bytes[0], bytes[5]], [0, 0], 'magic byte, then message index [0]');
   const other = registryProtobufSerde<typeof value>({ schema: v1 });
   await other.prepare?.({ topic: freshTopic(), role: 'value' }, { registryUrl });
-  assert.deepEqual({ ...(await read(other, bytes, ctx)) }, value);
+  assert.deepEqual({ ...(await readRecord(other, bytes, ctx)) }, value);
 });
 
 test('Protobuf evolution through the registry: v1 read by v2 and v2 read by v1; a changed field type is SCHEMA_INCOMPATIBLE', async () => {
@@ -83,12 +78,12 @@ test('Protobuf evolution through the registry: v1 read by v2 and v2 read by v1; 
   const old = writer.serialize({ order_id: 'o-2', version: 1, note: 'dropped by v2' }, ctx)!;
   const reader = registryProtobufSerde<object>({ schema: v2 });
   await reader.prepare?.(ctx, { registryUrl });
-  assert.deepEqual({ ...(await read(reader, old, ctx)) }, { order_id: 'o-2', version: 1n, kind: 'STANDARD', tags: [] });
+  assert.deepEqual({ ...(await readRecord(reader, old, ctx)) }, { order_id: 'o-2', version: 1n, kind: 'STANDARD', tags: [] });
   const newer = reader.serialize({ order_id: 'o-3', version: 2, tags: ['x'] }, ctx)!;
   assert.notEqual(newer.readUInt32BE(1), old.readUInt32BE(1));
   const v1reader = registryProtobufSerde<object>({ schema: v1 });
   await v1reader.prepare?.({ topic: freshTopic(), role: 'value' }, { registryUrl });
-  assert.deepEqual({ ...(await read(v1reader, newer, ctx)) }, { order_id: 'o-3', version: 2n, note: '', kind: 'STANDARD' });
+  assert.deepEqual({ ...(await readRecord(v1reader, newer, ctx)) }, { order_id: 'o-3', version: 2n, note: '', kind: 'STANDARD' });
 
   await assert.rejects(registryProtobufSerde<object>({ schema: breaking }).prepare!(ctx, { registryUrl }), (e: unknown) => {
     assert.ok(e instanceof SchemaIncompatibleError, String(e));
@@ -131,7 +126,7 @@ test('interop with @confluentinc/schemaregistry ProtobufSerializer/ProtobufDeser
   });
   // The same subject as theirs: Confluent's serializer registered a serialized descriptor there, ours registers the .proto text.
   await ours.prepare?.(ctx, { registryUrl });
-  assert.deepEqual({ ...(await read(ours, fromThem, ctx)) }, { order_id: 'c-1', version: 7n });
+  assert.deepEqual({ ...(await readRecord(ours, fromThem, ctx)) }, { order_id: 'c-1', version: 7n });
 
   const fromUs = ours.serialize({ order_id: 'o-1', version: 8n }, ctx)!;
   const theirs = (await theirDe.deserialize(topic, fromUs)) as { orderId?: string; order_id?: string; version: bigint };

@@ -14,6 +14,7 @@ import {
   type Serde,
 } from '../../src/serdes/index.ts';
 import { FakeRegistry } from '../support/fake-registry.ts';
+import { readRecord } from '../support/serde-read.ts';
 
 const ctx = { topic: 'orders', role: 'value' } as const;
 const env = { registryUrl: 'fake://registry' };
@@ -28,11 +29,7 @@ const v1 = {
 // v2 reads v1 records: the new property is optional and has a default.
 const v2 = { ...v1, properties: { ...v1.properties, status: { type: 'string', enum: ['NEW', 'PAID'], default: 'NEW' } } };
 
-async function readWith<T>(serde: Serde<T>, bytes: Buffer | null): Promise<T> {
-  const pending = serde.resolve?.(bytes, ctx) ?? null;
-  if (pending !== null) await pending;
-  return serde.deserialize(bytes, ctx);
-}
+const readWith = <T>(serde: Serde<T>, bytes: Buffer | null) => readRecord(serde, bytes, ctx);
 
 test('wire format and round trip: magic 0, id, JSON text; registered as JSON', async () => {
   const reg = new FakeRegistry();

@@ -13,6 +13,7 @@ import {
 } from '../../src/serdes/index.ts';
 import { decodeMessageIndexes, encodeMessageIndexes } from '../../src/serdes/protobuf-schema.ts';
 import { FakeRegistry } from '../support/fake-registry.ts';
+import { readRecord } from '../support/serde-read.ts';
 
 const ctx = { topic: 'orders', role: 'value' } as const;
 const env = { registryUrl: 'fake://registry' };
@@ -44,11 +45,7 @@ message Order {
 enum Status { NEW = 0; PAID = 1; }
 `;
 
-async function readWith<T>(serde: Serde<T>, bytes: Buffer | null): Promise<T> {
-  const pending = serde.resolve?.(bytes, ctx) ?? null;
-  if (pending !== null) await pending;
-  return serde.deserialize(bytes, ctx);
-}
+const readWith = <T>(serde: Serde<T>, bytes: Buffer | null) => readRecord(serde, bytes, ctx);
 
 test('message indexes: [0] is one zero byte, others are zigzag varints with the count first', () => {
   assert.deepEqual(encodeMessageIndexes([0]), Buffer.from([0]));
