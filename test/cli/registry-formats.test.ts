@@ -4,7 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { lineEncoder, printedJson, ProduceInputError, RecordDecoder } from '../../src/cli/record-format.ts';
+import { fileURLToPath } from 'node:url';
 import { formatOfSchemaFile } from '../../src/cli/registry-formats.ts';
+import { describeTopology } from '../../src/cli/describe.ts';
+import { loadTopology } from '../../src/dsl/load.ts';
+import { compile } from '../../src/graph/compile.ts';
 import { testCluster, uniqueName } from '../support/cluster.ts';
 
 const incoming = (key: Buffer | null, value: Buffer | null) => ({ topic: 't', partition: 0, offset: 3, key, value, timestamp: 0, headers: [] });
@@ -36,4 +40,9 @@ test('registry Protobuf and JSON Schema written by produce are read back by cons
   assert.equal(refund.value?.[0], 0);
   assert.deepEqual(await decoder.decode(refund.value ?? null), { id: 'r-1', cents: 5 });
   assert.throws(() => encodeJson('{"cents":5}', 4), (e: unknown) => e instanceof ProduceInputError && /line 4: .*required property 'id'/.test(e.message));
+});
+
+test('describe --json names a registry Protobuf serde with its message', async () => {
+  const compiled = compile(await loadTopology(fileURLToPath(new URL('../fixtures/protobuf-payments.ts', import.meta.url))));
+  assert.match(describeTopology(compiled, 'json'), /"valueSerde":\s*"registry-protobuf:onceflow\.it\.Payment"/);
 });
