@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Agent } from 'node:http';
 import { JsonDeserializer, JsonSerializer, SchemaRegistryClient, SerdeType } from '@confluentinc/schemaregistry';
-import { JsonSchemaViolationError, SchemaIncompatibleError, registryJsonSchemaSerde } from '../../src/serdes/index.ts';
+import { JsonSchemaViolationError, SchemaIncompatibleError, SchemaNotFoundError, registryJsonSchemaSerde } from '../../src/serdes/index.ts';
 import { testCluster } from '../support/cluster.ts';
 import { readRecord } from '../support/serde-read.ts';
 
@@ -45,6 +45,8 @@ test('JSON Schema round trip and evolution through the registry; a changed prope
   const strict = registryJsonSchemaSerde<object>({ schema: breaking });
   await strict.prepare?.({ topic: freshTopic(), role: 'value' }, { registryUrl });
   await assert.rejects(readRecord(strict, old, ctx), (e: unknown) => e instanceof JsonSchemaViolationError && e.paths.join() === '/cents must be string');
+  // An id the registry never gave out: its 404 is the record's SCHEMA_NOT_FOUND, for the dead-letter topic.
+  await assert.rejects(readRecord(strict, Buffer.from([0, 0x7f, 0xff, 0xff, 0xf0, 0x7b, 0x7d]), ctx), SchemaNotFoundError);
 });
 
 test('interop with @confluentinc/schemaregistry JsonSerializer/JsonDeserializer, both ways', async () => {
