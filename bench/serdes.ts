@@ -46,6 +46,7 @@ const fixedIdClient: SchemaRegistryClient = {
   register: async () => 1,
   lookup: async () => 1,
   writerSchema: async () => ({ status: 'not-found' }),
+  schemaText: async () => ({ status: 'not-found' }),
 };
 
 function measure(name: string, serde: Serde<Order>) {

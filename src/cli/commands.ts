@@ -27,7 +27,7 @@ export const COMMANDS = {
   },
   produce: {
     usage: 'produce <topic> [file]',
-    description: 'write one record per line of a file (or stdin) in one transaction: every line is checked first, and any failure writes nothing. JSON values by default, text, or registry Avro with --schema',
+    description: 'write one record per line of a file (or stdin) in one transaction: every line is checked first, and any failure writes nothing. JSON values by default, text, or registry Avro, Protobuf or JSON Schema with --schema',
   },
   consume: {
     usage: 'consume <topic>',

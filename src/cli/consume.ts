@@ -21,7 +21,7 @@ export function registerConsume(program: Command): void {
     .option('--max <n>', 'stop after this many records', intAtLeast(1))
     .option('--idle-ms <ms>', 'stop after this long without a record', intAtLeast(1))
     .option('--headers', 'show each record\'s headers (the lineage header included)'),
-    { registryHelp: 'schema registry to decode Avro (env ONCEFLOW_REGISTRY_URL; default: the `dev up` registry)' },
+    { registryHelp: 'schema registry to decode Avro, Protobuf and JSON Schema records (env ONCEFLOW_REGISTRY_URL; default: the `dev up` registry)' },
   )
     .action(async (topic: string, opts: ConsumeOptions) => {
       const connection = await connect(opts);

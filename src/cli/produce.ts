@@ -11,10 +11,12 @@ import { connect, type ConnectionFlags } from './connection.ts';
 import { intAtLeast } from './int-option.ts';
 import { checkRecordSizes, type NumberedRecord } from './produce-limits.ts';
 import { lineEncoder, ProduceInputError, type ProduceFormat } from './record-format.ts';
+import { formatOfSchemaFile, REGISTRY_FORMATS } from './registry-formats.ts';
 
 interface ProduceOptions extends ConnectionFlags {
   format?: ProduceFormat;
   schema?: string;
+  message?: string;
   keyField?: string;
   keyed?: boolean;
   maxMessageBytes?: number;
@@ -30,8 +32,9 @@ function readInput(file: string | undefined): string {
 
 export function registerProduce(program: Command): void {
   addClientOptions(defineCommand(program, 'produce')
-    .addOption(new Option('--format <format>', 'json: each line a JSON value; text: each line as it is; avro: a JSON line encoded with --schema').choices(['json', 'text', 'avro']))
-    .option('--schema <file.avsc>', 'Avro value schema, registered under <topic>-value (implies --format avro)')
+    .addOption(new Option('--format <format>', 'json: each line a JSON value; text: each line as it is; avro, protobuf, json-schema: a JSON line encoded with --schema in the Confluent wire format').choices(['json', 'text', ...REGISTRY_FORMATS]))
+    .option('--schema <file>', 'value schema, registered under <topic>-value; .avsc, .proto or .json implies --format avro, protobuf or json-schema')
+    .option('--message <name>', 'the Protobuf message of the values (default: the first in --schema)')
     .option('--key-field <field>', 'the key is this field of each value')
     .option('--keyed', 'each line is {"key": ..., "value": ..., "headers": {...}}')
     .option('--max-message-bytes <n>', "the producer's message.max.bytes: the largest record it sends (default 1000000; the topic's max.message.bytes still applies)", intAtLeast(1000)),
@@ -42,13 +45,14 @@ export function registerProduce(program: Command): void {
       const { clientOptions } = connection;
       // librdkafka would otherwise wait out message.timeout.ms on a topic that does not exist.
       await withAdmin(connection.bootstrap, (admin) => requireTopics(admin, { output: [topic] }, clientOptions), clientOptions);
-      const format = opts.format ?? (opts.schema ? 'avro' : 'json');
+      const format = opts.format ?? (opts.schema ? (formatOfSchemaFile(opts.schema) ?? 'avro') : 'json');
       const encode = await lineEncoder({
         topic,
         format,
         keyed: opts.keyed === true,
         ...(opts.keyField !== undefined ? { keyField: opts.keyField } : {}),
         ...(opts.schema !== undefined ? { schema: opts.schema } : {}),
+        ...(opts.message !== undefined ? { messageName: opts.message } : {}),
         ...(connection.registryUrl !== undefined ? { registryUrl: connection.registryUrl } : {}),
       });
       // Every line is encoded and measured before the first is sent: a bad line 900 must not leave 899 records behind.

@@ -1,25 +1,27 @@
-import type { Type } from 'avsc';
 import type { IncomingRecord, RecordHeader } from '../core/records.ts';
 import { OnceflowError } from '../errors.ts';
 import type { RecordToProduce } from '../kafka/produce-records.ts';
 import type { SchemaRegistryClient } from '../serdes/registry-client.ts';
+import { isRegistryFormat, registryValueSerde, writerBodyDecoder, type BodyDecoder, type RegistryFormat } from './registry-formats.ts';
 
 /** A line `onceflow produce` cannot turn into a record: said with its line number, nothing produced. */
 export class ProduceInputError extends OnceflowError {
   readonly code = 'PRODUCE_INPUT_INVALID';
 }
 
-export type ProduceFormat = 'json' | 'text' | 'avro';
+export type ProduceFormat = 'json' | 'text' | RegistryFormat;
 
 export interface LineEncoderOptions {
   readonly topic: string;
   readonly format: ProduceFormat;
-  /** The key is this field of each value (json, avro). */
+  /** The key is this field of each value (every format but text). */
   readonly keyField?: string;
   /** Each line is `{"key": ..., "value": ..., "headers": {...}}`. */
   readonly keyed?: boolean;
-  /** `.avsc` file of the value schema (avro): registered under `<topic>-value`. */
+  /** The value schema file (`.avsc`, `.proto`, `.json`) of a registry format: registered under `<topic>-value`. */
   readonly schema?: string;
+  /** The Protobuf message of the values; default the schema's first. */
+  readonly messageName?: string;
   readonly registryUrl?: string;
 }
 
@@ -39,14 +41,12 @@ function parseJson(line: string, lineNumber: number): unknown {
 
 const keyText = (key: unknown): Buffer | null => (key === null || key === undefined ? null : Buffer.from(typeof key === 'string' ? key : JSON.stringify(key)));
 
-/** Turns each input line into a record: JSON or text values, or registry Avro (Confluent wire format) from a JSON line. */
+/** Turns each input line into a record: JSON or text values, or a registry format (Confluent wire format) from a JSON line. */
 export async function lineEncoder(opts: LineEncoderOptions): Promise<LineEncoder> {
   let encodeValue: (value: unknown, lineNumber: number) => Buffer | null;
-  if (opts.format === 'avro') {
-    if (!opts.schema) throw new ProduceInputError('--format avro needs --schema <file.avsc>');
-    // Imported here: Avro and the registry client cost json and text lines a tenth of a second of start-up.
-    const { registryAvroSerde } = await import('../serdes/registry-avro.ts');
-    const serde = registryAvroSerde<unknown>({ schema: opts.schema });
+  if (isRegistryFormat(opts.format)) {
+    if (!opts.schema) throw new ProduceInputError(`--format ${opts.format} needs --schema <file>`);
+    const serde = await registryValueSerde(opts.format, opts.schema, opts.messageName);
     const ctx = { topic: opts.topic, role: 'value' } as const;
     await serde.prepare?.(ctx, opts.registryUrl ? { registryUrl: opts.registryUrl } : {});
     encodeValue = (value, lineNumber) => {
@@ -99,14 +99,14 @@ const WIRE_MAGIC = 0;
 const WIRE_HEADER = 5;
 
 /**
- * Decodes what it recognises, in this order: registry Avro (magic byte 0 and a schema id the registry
- * knows), JSON, UTF-8 text; anything else is shown as `{"base64": ...}`.
+ * Decodes what it recognises, in this order: the registry formats (magic byte 0 and a schema id the
+ * registry knows: Avro, Protobuf, JSON Schema), JSON, UTF-8 text; anything else is shown as `{"base64": ...}`.
  */
 export class RecordDecoder {
   // Made on the first record in the wire format: the client's import costs a tenth of a second of start-up.
   #registry: Promise<SchemaRegistryClient> | undefined;
   readonly #registryUrl: string | undefined;
-  readonly #writers = new Map<number, Promise<Type | undefined>>();
+  readonly #writers = new Map<number, Promise<BodyDecoder | undefined>>();
 
   constructor(registryUrl: string | undefined) {
     this.#registryUrl = registryUrl;
@@ -129,9 +129,9 @@ export class RecordDecoder {
       const writer = await this.#writer(data.readInt32BE(1));
       if (writer) {
         try {
-          return writer.fromBuffer(data.subarray(WIRE_HEADER));
+          return writer(data.subarray(WIRE_HEADER));
         } catch {
-          // Not Avro after all: shown as bytes below.
+          // Not of its schema after all: shown as bytes below.
         }
       }
     }
@@ -146,12 +146,12 @@ export class RecordDecoder {
     return { base64: data.toString('base64') };
   }
 
-  #writer(id: number): Promise<Type | undefined> {
+  #writer(id: number): Promise<BodyDecoder | undefined> {
     let found = this.#writers.get(id);
     if (!found) {
       const url = this.#registryUrl!;
       this.#registry ??= import('../serdes/registry-client.ts').then((m) => m.kafkajsRegistryClient(url));
-      found = this.#registry.then((registry) => registry.writerSchema(id)).then((w) => (w.status === 'found' ? w.type : undefined), () => undefined);
+      found = this.#registry.then((registry) => writerBodyDecoder(registry, id)).catch(() => undefined);
       this.#writers.set(id, found);
     }
     return found;

@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
 import avro from 'avsc';
 import type { Schema as AvscSchema, Type } from 'avsc';
 import { OnceflowError } from '../errors.ts';
+import { readSchemaFile } from './schema-file.ts';
 
 /**
  * How Avro `long` values appear in TypeScript.
@@ -31,12 +31,7 @@ const PRIMITIVES = new Set(['null', 'boolean', 'int', 'long', 'float', 'double',
 /** Reads the schema source into a JSON definition; files are read once, at construction. */
 export function loadAvroSchema(source: AvroSchemaSource): AvroSchemaDefinition {
   if (source instanceof URL || (typeof source === 'string' && source.endsWith('.avsc'))) {
-    let text: string;
-    try {
-      text = readFileSync(source, 'utf8');
-    } catch (cause) {
-      throw new AvroSchemaError(`cannot read Avro schema file ${String(source)}: ${(cause as Error).message}`, { cause });
-    }
+    const text = readSchemaFile(source, 'Avro', (message, cause) => new AvroSchemaError(message, { cause }));
     return parseSchemaText(text, String(source));
   }
   if (typeof source === 'string') {

@@ -63,3 +63,29 @@ export class ValueInvalidError extends SerdeError {
 export class SerdeNotPreparedError extends OnceflowError {
   readonly code = 'SERDE_NOT_PREPARED';
 }
+
+/** A Protobuf reader schema that cannot be used: unreadable, unparseable, with imports, or without the named message. */
+export class ProtobufSchemaError extends OnceflowError {
+  readonly code = 'PROTOBUF_SCHEMA_INVALID';
+}
+
+/** The bytes after the wire header are not a Protobuf message of the reader's type (message indexes or body). */
+export class ProtobufInvalidError extends SerdeError {
+  readonly code = 'PROTOBUF_INVALID';
+}
+
+/** A JSON Schema reader schema that cannot be used: unreadable, not JSON, or refused by the validator. */
+export class JsonSchemaError extends OnceflowError {
+  readonly code = 'JSON_SCHEMA_INVALID';
+}
+
+/** The record is JSON but does not validate against the reader's JSON Schema. */
+export class JsonSchemaViolationError extends SerdeError {
+  readonly code = 'JSON_SCHEMA_VIOLATION';
+  /** JSON Pointer paths of the offending parts, as the validator names them. */
+  readonly paths: readonly string[];
+  constructor(ctx: SerdeContext, detail: string, paths: readonly string[]) {
+    super(ctx, 'deserialize', detail);
+    this.paths = paths;
+  }
+}

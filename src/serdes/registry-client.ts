@@ -47,18 +47,27 @@ export type WriterSchemaLookup =
   /** Known to the registry but not something an Avro reader can use (JSON Schema, Protobuf, unparseable). */
   | { readonly status: 'unusable'; readonly reason: string };
 
+/** The registry's name for a schema's format (absent in its answers means AVRO). */
+export type RegistrySchemaType = 'AVRO' | 'PROTOBUF' | 'JSON';
+
+export type RawSchemaLookup =
+  | { readonly status: 'found'; readonly schemaType: RegistrySchemaType; readonly schema: string }
+  | { readonly status: 'not-found' };
+
 /**
- * The registry operations the Avro serde needs. Errors are already classified:
+ * The registry operations the registry serdes need. Errors are already classified:
  * RegistryUnavailableError for transient trouble, the others for definite answers.
  */
 export interface SchemaRegistryClient {
   readonly url: string;
   /** Registers the schema text under the subject (idempotent for an identical schema) and returns its id. */
-  register(subject: string, schema: string): Promise<number>;
+  register(subject: string, schema: string, schemaType?: RegistrySchemaType): Promise<number>;
   /** The id of this exact schema under the subject, or null if it is not registered there. */
-  lookup(subject: string, schema: string): Promise<number | null>;
-  /** The writer schema for an id, parsed for the given long mode. */
+  lookup(subject: string, schema: string, schemaType?: RegistrySchemaType): Promise<number | null>;
+  /** The writer schema for an id, parsed as Avro for the given long mode. */
   writerSchema(id: number): Promise<WriterSchemaLookup>;
+  /** The schema for an id as the registry stores it: Protobuf and JSON Schema readers parse it themselves. */
+  schemaText(id: number): Promise<RawSchemaLookup>;
 }
 
 export interface KafkajsRegistryClientOptions {
@@ -71,9 +80,16 @@ type ClientArgs = ConstructorParameters<typeof SchemaRegistry>[0];
 type Middleware = NonNullable<ClientArgs['middlewares']>[number];
 
 /** What the library's HTTP client (mappersmith) gives back for a register call. */
-interface RegisterApi {
-  Subject: { register(params: { subject: string; body: { schema: string } }): Promise<{ data(): { id: number } }> };
+interface RegistryApi {
+  Subject: {
+    register(params: { subject: string; body: { schema: string; schemaType?: string } }): Promise<{ data(): { id: number } }>;
+  };
+  Schema: {
+    find(params: { id: number }): Promise<{ data(): { schema: string; schemaType?: string } }>;
+  };
 }
+
+const SCHEMA_TYPES: ReadonlySet<string> = new Set<RegistrySchemaType>(['AVRO', 'PROTOBUF', 'JSON']);
 
 /** The error the library's HTTP layer throws for any non-2xx answer and for network failures. */
 interface HttpError {
@@ -129,21 +145,23 @@ export function kafkajsRegistryClient(url: string, options: KafkajsRegistryClien
   // reports NONE for subjects without their own level, so that check fails there, and the
   // PUT would change registry policy. Registering through the library's HTTP client
   // (private `api`, stable in the pinned 3.9.x) keeps the registry's own rule in charge.
-  const api = (registry as unknown as { api: RegisterApi }).api;
+  const api = (registry as unknown as { api: RegistryApi }).api;
 
   return {
     url,
-    async register(subject, schema) {
+    async register(subject, schema, schemaType = 'AVRO') {
       try {
-        const res = await api.Subject.register({ subject, body: { schema } });
+        // The registry takes a missing schemaType as AVRO; older registries reject the field for Avro.
+        const body = schemaType === 'AVRO' ? { schema } : { schema, schemaType };
+        const res = await api.Subject.register({ subject, body });
         return res.data().id;
       } catch (e) {
         throw classify(e, url, `registering a schema under "${subject}"`, subject);
       }
     },
-    async lookup(subject, schema) {
+    async lookup(subject, schema, schemaType = 'AVRO') {
       try {
-        return await registry.getRegistryIdBySchema(subject, { type: SchemaType.AVRO, schema });
+        return await registry.getRegistryIdBySchema(subject, { type: SchemaType[schemaType], schema });
       } catch (e) {
         // The library turns exactly the 404 answer into a bare ConfluentSchemaRegistryError.
         if (isLibraryError(e, 'ConfluentSchemaRegistryError') && !isHttpError(e)) return null;
@@ -161,6 +179,19 @@ export function kafkajsRegistryClient(url: string, options: KafkajsRegistryClien
       }
       if (!avro.Type.isType(schema)) return { status: 'unusable', reason: `schema id ${id} is not an Avro schema` };
       return { status: 'found', type: schema as Type };
+    },
+    async schemaText(id) {
+      try {
+        const found = (await api.Schema.find({ id })).data();
+        const schemaType = found.schemaType ?? 'AVRO';
+        if (!SCHEMA_TYPES.has(schemaType)) {
+          throw new RegistryRejectedError(`schema registry ${url}: schema id ${id} has the unknown type ${schemaType}`);
+        }
+        return { status: 'found', schemaType: schemaType as RegistrySchemaType, schema: found.schema };
+      } catch (e) {
+        if (isHttpError(e) && e.status === 404) return { status: 'not-found' };
+        throw classify(e, url, `fetching schema id ${id}`);
+      }
     },
   };
 }

@@ -1,11 +1,20 @@
 import { parseAvroSchema, type AvroSchemaDefinition } from '../../src/serdes/avro-types.ts';
-import { RegistryUnavailableError, SchemaIncompatibleError, type SchemaRegistryClient, type WriterSchemaLookup } from '../../src/serdes/index.ts';
+import {
+  RegistryUnavailableError,
+  SchemaIncompatibleError,
+  type RawSchemaLookup,
+  type RegistrySchemaType,
+  type SchemaRegistryClient,
+  type WriterSchemaLookup,
+} from '../../src/serdes/index.ts';
 
 /** In-memory registry: ids are global, subjects hold versions, `failures` simulates an outage. */
 export class FakeRegistry implements SchemaRegistryClient {
   readonly url = 'fake://registry';
   readonly byId = new Map<number, string>();
   readonly subjects = new Map<string, number[]>();
+  /** Ids absent here are Avro, as the registry's answers say by leaving schemaType out. */
+  readonly types = new Map<number, RegistrySchemaType>();
   calls = 0;
   failures = 0;
   incompatible = new Set<string>();
@@ -16,12 +25,13 @@ export class FakeRegistry implements SchemaRegistryClient {
       throw new RegistryUnavailableError('fake outage');
     }
   }
-  async register(subject: string, schema: string): Promise<number> {
+  async register(subject: string, schema: string, schemaType: RegistrySchemaType = 'AVRO'): Promise<number> {
     this.unavailable();
     if (this.incompatible.has(schema)) throw new SchemaIncompatibleError(subject, 'fake rule');
-    for (const [id, s] of this.byId) if (s === schema) return this.add(subject, id);
+    for (const [id, s] of this.byId) if (s === schema && (this.types.get(id) ?? 'AVRO') === schemaType) return this.add(subject, id);
     const id = this.byId.size + 1;
     this.byId.set(id, schema);
+    if (schemaType !== 'AVRO') this.types.set(id, schemaType);
     return this.add(subject, id);
   }
   private add(subject: string, id: number) {
@@ -39,6 +49,14 @@ export class FakeRegistry implements SchemaRegistryClient {
     this.unavailable();
     const s = this.byId.get(id);
     if (s === undefined) return { status: 'not-found' };
+    const schemaType = this.types.get(id);
+    if (schemaType !== undefined) return { status: 'unusable', reason: `schema id ${id} is not an Avro schema` };
     return { status: 'found', type: parseAvroSchema(JSON.parse(s) as AvroSchemaDefinition) };
+  }
+  async schemaText(id: number): Promise<RawSchemaLookup> {
+    this.unavailable();
+    const schema = this.byId.get(id);
+    if (schema === undefined) return { status: 'not-found' };
+    return { status: 'found', schemaType: this.types.get(id) ?? 'AVRO', schema };
   }
 }
