@@ -83,6 +83,14 @@ export function attachMetrics(worker: ObservedWorker, options: MetricsOptions = 
     },
   });
   new Gauge({
+    name: 'onceflow_standby_lag_records',
+    help: 'Changelog records the warm copies of standby tasks have still to apply (what a takeover now would restore)',
+    registers,
+    collect() {
+      this.set(worker.stats.standbyLag);
+    },
+  });
+  new Gauge({
     name: 'onceflow_standby_tasks',
     help: 'Tasks of other replicas this worker keeps warm (standbyReplicas)',
     registers,

@@ -14,6 +14,8 @@ export interface WorkerStats {
   standbyRecords: number;
   /** Tasks kept warm for other replicas now. */
   standbyTasks: number;
+  /** Changelog records the warm copies have still to apply, as of the last fetch (what a takeover now would restore). */
+  standbyLag: number;
   /** Changelog records the running restores have still to read (0 when none runs): how far a moved task is from serving. */
   restoreRemaining: number;
   deadLettered: number;
@@ -42,6 +44,7 @@ export function newWorkerStats(): WorkerStats {
     restoredRecords: 0,
     standbyRecords: 0,
     standbyTasks: 0,
+    standbyLag: 0,
     restoreRemaining: 0,
     deadLettered: 0,
     lastCommitAt: 0,

@@ -220,6 +220,7 @@ export class StandbyTasks {
         if (this.#byChangelog.get(key)?.apply(key, m.offset, recordKey, m.value ?? null) === true) applied++;
       }
       services.stats.standbyRecords += applied;
+      services.stats.standbyLag = this.#lag(consumer);
       if (batch.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
       await this.#checkpointIfDue();
     }
@@ -233,6 +234,24 @@ export class StandbyTasks {
     await this.exclusive(async () => {
       for (const warm of this.#warm.values()) await warm.checkpoint().catch(() => undefined);
     });
+  }
+
+  /**
+   * From the ends the consumer cached on its last fetches and its fetch positions, which step over
+   * commit markers (a copy's own positions stop at the last record): no request.
+   */
+  #lag(consumer: KafkaConsumer): number {
+    let behind = 0;
+    try {
+      for (const p of consumer.position([...this.#warm.values()].flatMap((w) => w.assignment()))) {
+        const end = consumer.getWatermarkOffsets(p.topic, p.partition).highOffset;
+        if (end >= 0 && p.offset >= 0) behind += Math.max(0, end - p.offset);
+      }
+    } catch {
+      // Not fetched yet: the last figure stands.
+      return this.options.services.stats.standbyLag;
+    }
+    return behind;
   }
 
   #warn(reason: string): void {

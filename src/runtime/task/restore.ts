@@ -37,17 +37,24 @@ export async function restoreTasks(
   connect: (config: RdConfig) => Promise<KafkaConsumer> = connectConsumer,
   endOf: RestoreEnd = () => undefined,
   observer?: RestoreObserver,
+  /**
+   * A connected consumer to ask the changelogs' offsets with (the worker's own): a task whose stores are
+   * already at their changelogs' ends (a checkpoint, a warm standby copy) then costs no restore consumer.
+   */
+  offsetsFrom?: KafkaConsumer,
 ): Promise<number> {
   const targets = new Map<string, { task: RuntimeTask; store: string; end: number }>();
   for (const task of tasks) for (const c of task.changelogs) targets.set(`${c.topic}\u0000${c.partition}`, { task, store: c.store, end: endOf(task, c) ?? Number.POSITIVE_INFINITY });
   if (targets.size === 0) return 0;
-  const consumer = await connect({
-    // The caller may name the group (the worker: its own, which its group grant covers): librdkafka looks up the
-    // coordinator of any group.id, though this consumer only assigns and never joins or commits.
-    'group.id': `onceflow-restore-${randomUUID()}`,
-    ...clientConfig,
-    ...READ_TO_END_CONFIG,
-  });
+  const connectRestoreConsumer = (): Promise<KafkaConsumer> =>
+    connect({
+      // The caller may name the group (the worker: its own, which its group grant covers): librdkafka looks up the
+      // coordinator of any group.id, though this consumer only assigns and never joins or commits.
+      'group.id': `onceflow-restore-${randomUUID()}`,
+      ...clientConfig,
+      ...READ_TO_END_CONFIG,
+    });
+  let consumer = offsetsFrom === undefined ? await connectRestoreConsumer() : undefined;
   let restored = 0;
   try {
     const pending = new Set<string>();
@@ -55,7 +62,7 @@ export async function restoreTasks(
     for (const [key, { task, store }] of targets) {
       const [topic, p] = key.split('\u0000') as [string, string];
       const partition = Number(p);
-      const { low, high } = await watermarks(consumer, topic, partition, 30_000);
+      const { low, high } = await watermarks(offsetsFrom ?? consumer!, topic, partition, 30_000);
       const offset = start(task, store, { topic, partition, low, high });
       observer?.planned(task, store, { topic, partition, from: offset, to: Math.max(offset, Math.min(high, targets.get(key)!.end)) });
       if (Math.min(high, targets.get(key)!.end) > offset) {
@@ -64,6 +71,7 @@ export async function restoreTasks(
       }
     }
     if (assignment.length === 0) return 0;
+    consumer ??= await connectRestoreConsumer();
     consumer.on('partition.eof', (eof) => pending.delete(`${eof.topic}\u0000${eof.partition}`));
     consumer.assign(assignment);
     while (pending.size > 0) {
@@ -91,7 +99,7 @@ export async function restoreTasks(
     }
     for (const task of tasks) task.commit();
   } finally {
-    await disconnect(consumer);
+    if (consumer) await disconnect(consumer);
   }
   return restored;
 }

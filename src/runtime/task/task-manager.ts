@@ -261,7 +261,7 @@ export class TaskManager {
     for (const task of tasks) this.restoring.set(task, []);
     let records: number;
     try {
-      records = await restoreTasks({ ...this.services.clientConfig(), 'group.id': this.services.config.appId }, tasks, start, (config) => this.services.clients.consumer(config), end, this.restoreObserver);
+      records = await restoreTasks({ ...this.services.clientConfig(), 'group.id': this.services.config.appId }, tasks, start, (config) => this.services.clients.consumer(config), end, this.restoreObserver, this.services.consumer());
     } finally {
       for (const task of tasks) {
         // What the restore did not read (the end moved, a record was skipped) is no longer to come.
