@@ -21,6 +21,7 @@ import { readTopic } from '../src/kafka/read-topic.ts';
 import { prng, produceAll } from '../src/verify/orders-input.ts';
 import { waitCaughtUp } from '../src/verify/progress.ts';
 import { WorkerProcess, type WorkerEventLine } from '../src/verify/worker-process.ts';
+import { freePort } from '../test/support/ports.ts';
 import { startBenchBroker } from './lib/broker.ts';
 import { endOffsets } from './lib/measure.ts';
 
@@ -55,18 +56,25 @@ interface Takeover {
   readonly firstCommitAfterMs: number;
 }
 
-/** Waits until every replica's warm copies have reached their changelogs' ends. */
-async function standbysCaughtUp(workers: readonly WorkerProcess[], timeoutMs: number): Promise<void> {
+/** A gauge of a worker's `/metrics`. */
+async function gauge(port: number, name: string): Promise<number | undefined> {
+  try {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
+    return line === undefined ? undefined : Number(line.split(' ').at(-1));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Waits until every replica keeps tasks warm and its copies have applied their changelogs to the ends last fetched. */
+async function standbysCaughtUp(ports: readonly number[], timeoutMs: number): Promise<number[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const ready = workers.every((w) => {
-      const standby = w.events.filter((e) => e.type === 'standby');
-      const last = standby.at(-1);
-      return last !== undefined && list(last, 'tasks').length > 0 && list(last, 'tasks').every((id) => standby.some((e) => list(e, 'caughtUp').includes(id)));
-    });
-    if (ready) return;
-    if (Date.now() > deadline) throw new Error('the standby copies did not catch up');
-    await sleep(500);
+    const lags = await Promise.all(ports.map(async (port) => ((await gauge(port, 'onceflow_standby_tasks')) ?? 0) > 0 ? await gauge(port, 'onceflow_standby_lag_records') : undefined));
+    if (lags.every((lag) => lag !== undefined && lag < 100)) return lags as number[];
+    if (Date.now() > deadline) throw new Error(`the standby copies did not catch up: lags ${JSON.stringify(lags)}`);
+    await sleep(1_000);
   }
 }
 
@@ -118,8 +126,10 @@ async function runOnce(bootstrap: string, standbyReplicas: number, workDir: stri
   mkdirSync(stateDir, { recursive: true });
   await withAdmin(bootstrap, (admin) => ensureTopics(admin, [{ name: names.input, partitions }, { name: names.output, partitions }]));
   const workers: WorkerProcess[] = [];
-  const start = (instance: string) => {
-    const w = new WorkerProcess(instance, 'test/fixtures/count-by-key.ts', ['--app-id', names.appId, '--instance-id', instance, '--state-store', 'persistent', '--state-dir', stateDir], {
+  const ports = { a: 0, b: 0, c: 0 };
+  for (const instance of ['a', 'b', 'c'] as const) ports[instance] = await freePort();
+  const start = (instance: 'a' | 'b' | 'c') => {
+    const w = new WorkerProcess(instance, 'test/fixtures/count-by-key.ts', ['--app-id', names.appId, '--instance-id', instance, '--state-store', 'persistent', '--state-dir', stateDir, '--http-port', String(ports[instance])], {
       ONCEFLOW_BOOTSTRAP: bootstrap,
       COUNT_INPUT: names.input,
       COUNT_OUTPUT: names.output,
@@ -139,7 +149,8 @@ async function runOnce(bootstrap: string, standbyReplicas: number, workDir: stri
     const [a, b, c] = [start('a'), start('b'), start('c')] as const;
     await caughtUp(1_800_000);
     log('counted every key');
-    if (standbyReplicas > 0) await standbysCaughtUp([a, b, c], 1_800_000);
+    const standbyLagAtKill = standbyReplicas > 0 ? await standbysCaughtUp([ports.a, ports.b, ports.c], 1_800_000) : [];
+    if (standbyReplicas > 0) log(`standby copies caught up: lags ${standbyLagAtKill.join(', ')}`);
 
     const owned = new Set<number>();
     for (const e of a.events) {
@@ -181,7 +192,7 @@ async function runOnce(bootstrap: string, standbyReplicas: number, workDir: stri
     for (const r of (await readTopic(bootstrap, names.output)).sort((x, y) => x.partition - y.partition || x.offset - y.offset)) last.set(r.key!.toString(), Number(r.value!.toString()));
     let mismatches = 0;
     for (let i = 0; i < keys; i++) if (last.get(`key-${i}`) !== 1 + (updated.get(`key-${i}`) ?? 0)) mismatches++;
-    const row = { standbyReplicas, killedPartitions: [...owned].sort(), takeovers: found, slowestFirstCommitAfterMs: Math.max(...found.map((t) => t.firstCommitAfterMs)), restoredRecords: found.reduce((n, t) => n + t.restoredRecords, 0), changelogRecords, updates: [...updated.values()].reduce((n, v) => n + v, 0), keysChecked: keys, mismatches };
+    const row = { standbyReplicas, standbyLagAtKill, killedPartitions: [...owned].sort(), takeovers: found, slowestFirstCommitAfterMs: Math.max(...found.map((t) => t.firstCommitAfterMs)), restoredRecords: found.reduce((n, t) => n + t.restoredRecords, 0), changelogRecords, updates: [...updated.values()].reduce((n, v) => n + v, 0), keysChecked: keys, mismatches };
     log(JSON.stringify(row));
     return row;
   } finally {
