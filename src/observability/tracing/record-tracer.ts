@@ -103,21 +103,18 @@ export class OtelRecordTracer implements RecordTracer {
   #recordSpan(key: string, origin: TracedOrigin, headers: OutgoingRecord['headers']): Span {
     let span = this.#open.get(key);
     if (span === undefined) {
-      span = this.tracer.startSpan(
-        `process ${origin.topic}`,
-        {
-          kind: SpanKind.CONSUMER,
-          attributes: {
-            'messaging.system': 'kafka',
-            'messaging.operation.type': 'process',
-            'messaging.destination.name': origin.topic,
-            'messaging.destination.partition.id': String(origin.partition),
-            'messaging.kafka.offset': origin.offset,
-            [SPAN.lineage]: key,
-          },
-        },
-        contextOf(headers),
-      );
+      span = this.tracer.startSpan(`process ${origin.topic}`, { kind: SpanKind.CONSUMER }, contextOf(headers));
+      // Set after the sampler's decision: at a low ratio most records are not sampled, and their spans take none.
+      if (span.isRecording()) {
+        span.setAttributes({
+          'messaging.system': 'kafka',
+          'messaging.operation.type': 'process',
+          'messaging.destination.name': origin.topic,
+          'messaging.destination.partition.id': String(origin.partition),
+          'messaging.kafka.offset': origin.offset,
+          [SPAN.lineage]: key,
+        });
+      }
       this.#open.set(key, span);
     }
     return span;
